@@ -1,0 +1,312 @@
+"""Specs -> sharded, streamed, atomic parquet files plus one ``manifest.json`` per config.
+
+Layout of an output folder::
+
+    OUT/<config>/spec.json                       the spec (written first)
+    OUT/<config>/data-00000-of-00016.parquet     fixed chunks of base items
+    OUT/<config>/manifest.json                   written last: a config is complete iff it exists
+
+Chunks are cut by the spec alone, never by ``--shard`` or ``--num-proc``, so every way of running
+the job writes byte-identical files. Each file is written to a temporary name and renamed;
+the manifest is written only when every chunk of the config exists.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import multiprocessing
+import os
+import shutil
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from tqdm.auto import tqdm
+
+from phasebench import GENERATOR_VERSION, __version__
+from phasebench.errors import PhasebenchError, SpecError
+from phasebench.families import get_family
+from phasebench.specs import SplitSpec
+from phasebench.tokenization import PhaseTokenizer, load_tokenizer
+
+MANIFEST = "manifest.json"
+SPEC_FILE = "spec.json"
+HASH_KEY = b"phasebench_content_sha256"
+
+#: Column types of the row schema every family writes (families may add columns).
+ROW_FIELDS: list[tuple[str, pa.DataType]] = [
+    ("id", pa.string()),
+    ("family", pa.string()),
+    ("length", pa.int64()),
+    ("phase_modulus", pa.int64()),
+    ("phase", pa.int64()),
+    ("base_id", pa.int64()),
+    ("anchor_index", pa.int64()),
+    ("question_index", pa.int64()),
+    ("needle_key", pa.string()),
+    ("prompt", pa.string()),
+    ("answer", pa.string()),
+    ("choices", pa.list_(pa.string())),
+    ("depth", pa.float64()),
+    ("tokenizer", pa.string()),
+    ("tokenizer_fingerprint", pa.string()),
+    ("seed", pa.int64()),
+    ("key_char", pa.int64()),
+    ("question_char", pa.int64()),
+]
+
+
+def row_schema(extra: Sequence[tuple[str, pa.DataType]] = ()) -> pa.Schema:
+    return pa.schema(ROW_FIELDS + list(extra))
+
+
+def units_per_chunk(spec: SplitSpec) -> int:
+    """Base items per parquet file: about 2M prompt tokens per file, a function of the spec."""
+    return max(1, (1 << 21) // max(spec.length, 1024))
+
+
+def content_hash(rows: Iterable[dict]) -> str:
+    h = hashlib.sha256()
+    for row in rows:
+        h.update(json.dumps(row, sort_keys=True, ensure_ascii=False).encode("utf-8"))
+        h.update(b"\n")
+    return h.hexdigest()
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+@dataclass
+class _Job:
+    """One config being generated: its plan and where its chunks go."""
+
+    spec: SplitSpec
+    plan: Any
+    family: Any
+    folder: Path
+
+    @property
+    def n_units(self) -> int:
+        return self.plan.n_units if hasattr(self.plan, "n_units") else len(self.plan.items)
+
+    @property
+    def n_chunks(self) -> int:
+        per = units_per_chunk(self.spec)
+        return -(-self.n_units // per)
+
+    def chunk_path(self, i: int) -> Path:
+        return self.folder / f"data-{i:05d}-of-{self.n_chunks:05d}.parquet"
+
+    def chunk_units(self, i: int) -> range:
+        per = units_per_chunk(self.spec)
+        return range(i * per, min(self.n_units, (i + 1) * per))
+
+    def schema(self) -> pa.Schema:
+        return row_schema(getattr(self.family, "EXTRA_FIELDS", ()))
+
+
+_ACTIVE: _Job | None = None  # set before forking workers, read by _write_chunk
+
+
+def _write_chunk(i: int) -> int:
+    job = _ACTIVE
+    assert job is not None
+    rows = list(job.plan.render(job.chunk_units(i)))
+    job.family.exact_check(job.plan, rows[0])  # the fast path, re-proved on every file
+    table = pa.Table.from_pylist(rows, schema=job.schema())
+    table = table.replace_schema_metadata({HASH_KEY: content_hash(rows).encode()})
+    path = job.chunk_path(i)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        pq.write_table(table, tmp, compression="zstd", row_group_size=max(1, len(rows)))
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return len(rows)
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    try:
+        i, n = (int(part) for part in text.split("/"))
+    except ValueError:
+        raise SpecError(f"'--shard' must look like I/N, e.g. 0/4 (got {text!r})") from None
+    if n < 1 or not 0 <= i < n:
+        raise SpecError(f"'--shard' must satisfy 0 <= I < N (got {text!r})")
+    return i, n
+
+
+def check_out_dir(out: Path, specs: Sequence[SplitSpec], overwrite: bool, sharded: bool) -> None:
+    """Refuse an existing, non-empty output folder unless it is ours to extend or replace."""
+    if not out.exists() or overwrite:
+        return
+    if not out.is_dir():
+        raise PhasebenchError(f"output path {str(out)!r} exists and is not a folder")
+    entries = [p for p in out.iterdir() if not p.name.startswith(".")]
+    if not entries:
+        return
+    if sharded:
+        ours = {s.config_name: s for s in specs}
+        for entry in entries:
+            spec_file = entry / SPEC_FILE
+            if entry.name in ours and spec_file.exists():
+                if json.loads(spec_file.read_text()) == ours[entry.name].to_dict():
+                    continue
+            elif entry.name not in ours:
+                continue
+            raise PhasebenchError(
+                f"{str(entry)!r} holds another spec; use a fresh --out or --overwrite"
+            )
+        return
+    raise PhasebenchError(
+        f"output folder {str(out)!r} exists and is not empty; choose another --out or pass "
+        f"--overwrite"
+    )
+
+
+def generate(
+    specs: Sequence[SplitSpec],
+    out: Path | str,
+    *,
+    num_proc: int = 1,
+    shard: tuple[int, int] = (0, 1),
+    overwrite: bool = False,
+    progress: bool = True,
+    tokenizer: PhaseTokenizer | None = None,
+) -> list[Path]:
+    """Generate every config of ``specs`` under ``out``; returns the config folders.
+
+    With ``shard=(i, n)`` only chunks ``i, i+n, ...`` are written; whichever run completes a
+    config writes its manifest. All specs must name the same tokenizer.
+    """
+    out = Path(out)
+    if not specs:
+        raise SpecError("nothing to generate: give at least one --length")
+    if len({(s.tokenizer, s.tokenizer_args) for s in specs}) != 1:
+        raise SpecError("all specs of one run must use the same tokenizer")
+    if num_proc < 1:
+        raise SpecError(f"'num_proc' must be >= 1 (got {num_proc})")
+    check_out_dir(out, specs, overwrite, sharded=shard != (0, 1))
+    tok = tokenizer or load_tokenizer(specs[0].tokenizer, dict(specs[0].tokenizer_args))
+    jobs = []
+    for spec in specs:  # plan everything before writing anything: bad input writes nothing
+        family = get_family(spec)
+        jobs.append(_Job(spec, family.prepare(spec, tok), family, out / spec.config_name))
+    created_out = not out.exists()
+    folders: list[Path] = []
+    try:
+        for job in jobs:
+            if overwrite and shard == (0, 1) and job.folder.exists():
+                shutil.rmtree(job.folder)
+            job.folder.mkdir(parents=True, exist_ok=True)
+            folders.append(job.folder)
+            (job.folder / MANIFEST).unlink(missing_ok=True)
+            spec_text = json.dumps(job.spec.to_dict(), indent=2) + "\n"
+            atomic_write_text(job.folder / SPEC_FILE, spec_text)
+            mine = [i for i in range(job.n_chunks) if i % shard[1] == shard[0]]
+            _run_chunks(job, mine, num_proc, progress)
+            if all(job.chunk_path(i).exists() for i in range(job.n_chunks)):
+                write_manifest(job, tok)
+    except BaseException:
+        if shard == (0, 1):  # an unsharded run leaves nothing half-written behind
+            for folder in folders:
+                shutil.rmtree(folder, ignore_errors=True)
+            if created_out:
+                shutil.rmtree(out, ignore_errors=True)
+        raise
+    return folders
+
+
+def _run_chunks(job: _Job, chunks: list[int], num_proc: int, progress: bool) -> None:
+    global _ACTIVE
+    _ACTIVE = job
+    bar = tqdm(
+        total=sum(len(job.chunk_units(i)) for i in chunks) * _rows_per_unit(job),
+        desc=f"{job.spec.config_name}",
+        unit="prompt",
+        disable=not progress,
+    )
+    try:
+        if num_proc == 1 or len(chunks) <= 1:
+            for i in chunks:
+                bar.update(_write_chunk(i))
+        else:
+            ctx = multiprocessing.get_context("fork")
+            with ctx.Pool(min(num_proc, len(chunks))) as pool:
+                for n in pool.imap_unordered(_write_chunk, chunks):
+                    bar.update(n)
+    finally:
+        bar.close()
+        _ACTIVE = None
+
+
+def _rows_per_unit(job: _Job) -> int:
+    return getattr(job.plan, "rows_per_unit", job.spec.modulus)
+
+
+def write_manifest(job: _Job, tok: PhaseTokenizer) -> Path:
+    files, hashes, n_rows = [], [], 0
+    for i in range(job.n_chunks):
+        path = job.chunk_path(i)
+        meta = pq.read_metadata(path)
+        digest = meta.metadata[HASH_KEY].decode()
+        files.append({"path": path.name, "rows": meta.num_rows, "content_sha256": digest})
+        hashes.append(digest)
+        n_rows += meta.num_rows
+    manifest = {
+        "phasebench_version": __version__,
+        "generator_version": GENERATOR_VERSION,
+        "config": job.spec.config_name,
+        "spec": job.spec.to_dict(),
+        "tokenizer": tok.describe(),
+        "rows": n_rows,
+        "files": files,
+        "content_hash": "sha256:" + hashlib.sha256("\n".join(hashes).encode()).hexdigest(),
+        "balance": job.plan.balance(),
+        "family": job.family.describe(job.plan),
+    }
+    path = job.folder / MANIFEST
+    atomic_write_text(path, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    return path
+
+
+def read_manifest(folder: Path | str) -> dict:
+    """The manifest of a complete config folder, or a clear error."""
+    folder = Path(folder)
+    path = folder / MANIFEST
+    if not path.exists():
+        raise PhasebenchError(
+            f"{str(folder)!r} is not a complete phasebench config (no {MANIFEST}); "
+            f"generate it with `phasebench generate`"
+        )
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def config_folders(path: Path | str) -> list[Path]:
+    """``path`` itself if it is a config folder, else its complete config sub-folders."""
+    path = Path(path)
+    if (path / MANIFEST).exists():
+        return [path]
+    if not path.is_dir():
+        raise PhasebenchError(f"{str(path)!r} is not a folder")
+    found = sorted(p for p in path.iterdir() if (p / MANIFEST).exists())
+    if not found:
+        raise PhasebenchError(f"no complete phasebench config under {str(path)!r}")
+    return found
+
+
+def iter_rows(folder: Path | str, columns: Sequence[str] | None = None) -> Iterable[dict]:
+    """Stream the rows of a config folder in order, one file at a time."""
+    manifest = read_manifest(folder)
+    for entry in manifest["files"]:
+        table = pq.read_table(Path(folder) / entry["path"], columns=columns)
+        yield from table.to_pylist()

@@ -1,0 +1,305 @@
+"""The paired needle engine shared by the ``kv`` and ``niah`` families.
+
+A prompt is a sequence of pieces whose seams the tokenizer cannot merge across (checked with
+:func:`~phasebench.tokenization.check_seams`)::
+
+    header | body[:split] | filler(a + extra + delta) | lead | keyed | filler(a + P-1-delta)
+           | body[split:] | filler(slack) | question
+
+``keyed`` starts with the needle's key, so the anchor is its first token. Token positions are sums
+of piece counts (the fast path); every chunk re-encodes one whole prompt on the exact path, and
+``verify`` re-encodes all of them.
+
+A family supplies a :class:`NeedleContent`: the header, a pool of body pieces and a way to draw
+needles. Everything random comes from streams derived from (seed, family, length, ...).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from phasebench.errors import AssemblyError, SpecError
+from phasebench.placement import (
+    EXTRA_MULTIPLES,
+    TOLERANCE,
+    assign_residues,
+    phase_stats,
+    stratified_depths,
+)
+from phasebench.rng import derive_rng
+from phasebench.specs import SplitSpec
+from phasebench.tokenization import FillerTable, PhaseTokenizer, build_filler_table, check_seams
+
+MAX_NEEDLE_DRAWS = 1000
+
+
+@dataclass(frozen=True)
+class Needle:
+    lead: str  # text of the needle before its key ("" when the key opens the needle)
+    keyed: str  # the rest of the needle, starting with the key (maybe after one space)
+    key: str
+    answer: str
+    question: str
+
+
+@dataclass(frozen=True)
+class NeedleContent:
+    """What a family contributes; pure data plus two deterministic samplers."""
+
+    header: str
+    pool: Sequence[str]  # body pieces
+    draw_needle: Callable[[np.random.Generator], Needle]
+    draw_body: Callable[[np.random.Generator, int], np.ndarray]  # (rng, size) -> pool indices
+    filler_units: Sequence[str] = (".", "pad", "x", "the", "-", "a")
+    info: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ItemPlan:
+    base_id: int
+    needle: Needle
+    body: np.ndarray  # pool indices in prompt order
+    split: int  # body pieces before the needle
+    y: int  # anchor index with extra = delta = 0
+    leftover: int  # tokens for extra + slack
+
+
+@dataclass
+class NeedlePlan:
+    spec: SplitSpec
+    tok: PhaseTokenizer
+    content: NeedleContent
+    filler: FillerTable
+    pad: int  # minimum filler before/after the needle (a)
+    slack_min: int
+    question_tokens: int
+    question_index: int
+    items: list[ItemPlan]
+    extra: np.ndarray
+    residue: np.ndarray
+
+    @property
+    def n_rows(self) -> int:
+        return len(self.items) * self.spec.modulus
+
+    def anchors(self) -> tuple[np.ndarray, np.ndarray]:
+        """Anchor index and phase of every row, in row order."""
+        P = self.spec.modulus
+        x = np.array([it.y for it in self.items]) + self.extra
+        anchors = (x[:, None] + ((np.arange(P)[None, :] - x[:, None]) % P)).ravel()
+        return anchors, anchors % P
+
+    def balance(self) -> dict:
+        anchors, phases = self.anchors()
+        return phase_stats(anchors, phases, self.spec.modulus)
+
+    def render(self, base_ids: Sequence[int]) -> Iterator[dict]:
+        for b in base_ids:
+            yield from _render_item(self, b)
+
+
+def _check_spec(spec: SplitSpec) -> None:
+    P = spec.modulus
+    if spec.n_base % P or spec.n_base < 2 * P:
+        raise SpecError(
+            f"'n_base' must be a multiple of 'modulus' and at least twice it, so that every phase "
+            f"group gets the same count and matched position statistics (modulus {P}, "
+            f"got n_base {spec.n_base}; try {max(2 * P, -(-spec.n_base // P) * P)})"
+        )
+
+
+def _question_tokens(tok: PhaseTokenizer, spec: SplitSpec, content: NeedleContent) -> int:
+    """The question length every prompt of the config will have: the most common one among
+    probe needles (drawn from their own stream), smallest on ties."""
+    rng = derive_rng(spec.seed, spec.family, spec.length, "question-probe")
+    probes = [content.draw_needle(rng).question for _ in range(64)]
+    values, counts = np.unique(tok.count(probes), return_counts=True)
+    return int(values[np.argmax(counts)])
+
+
+def plan(spec: SplitSpec, tok: PhaseTokenizer, content: NeedleContent) -> NeedlePlan:
+    """Lay out every base item of ``spec``: cheap (token counts of pool pieces only)."""
+    _check_spec(spec)
+    P, L = spec.modulus, spec.length
+    pool_counts = tok.count(content.pool)
+    if len(pool_counts) == 0 or pool_counts.min() < 1:
+        raise AssemblyError("every body piece must encode to at least one token")
+    max_piece = int(pool_counts.max())
+    probe_filler = build_filler_table(tok, 4, content.filler_units)
+    pad = probe_filler.min_tokens
+    slack_min = pad
+    need = max(pad + P * EXTRA_MULTIPLES + P, slack_min + P * EXTRA_MULTIPLES + max_piece + 1)
+    filler = build_filler_table(tok, need + 1, content.filler_units)
+    header_tokens = int(tok.count([content.header])[0])
+    q_tokens = _question_tokens(tok, spec, content)
+    question_index = L - len(tok.suffix_ids) - q_tokens
+    window = P * EXTRA_MULTIPLES + slack_min  # leftover lies in [window, window + max_piece)
+
+    depths = stratified_depths(spec.n_base, derive_rng(spec.seed, spec.family, L, "depths"))
+    mean_piece = float(pool_counts.mean())
+    items: list[ItemPlan] = []
+    for b in range(spec.n_base):
+        rng = derive_rng(spec.seed, spec.family, L, "base", b)
+        for _ in range(MAX_NEEDLE_DRAWS):
+            needle = content.draw_needle(rng)
+            lead_n, keyed_n, q_n = tok.count([needle.lead, needle.keyed, needle.question])
+            if q_n == q_tokens:
+                break
+        else:
+            raise AssemblyError(
+                f"no needle whose question encodes to {q_tokens} tokens in {MAX_NEEDLE_DRAWS} draws"
+            )
+        fixed = tok.n_special + header_tokens + q_tokens + lead_n + keyed_n + 2 * pad + (P - 1)
+        budget = L - fixed - window
+        if budget < 0:
+            raise SpecError(
+                f"'length' {L} is too short for the {spec.family} template with this tokenizer "
+                f"(needs at least {fixed + window} tokens)"
+            )
+        size = min(len(content.pool), int(budget / max(1.0, pool_counts.min())) + 2)
+        body = content.draw_body(rng, size)
+        cum = np.cumsum(pool_counts[body])
+        m = int(np.searchsorted(cum, budget, side="right"))
+        if m == len(body) and m < len(content.pool):
+            raise AssemblyError("body sampler returned too few pieces")  # a family bug
+        body = body[:m]
+        used = int(cum[m - 1]) if m else 0
+        split = int(np.searchsorted(cum[:m], depths[b] * used, side="right")) if m else 0
+        before = int(cum[split - 1]) if split else 0
+        y = tok.n_prefix + header_tokens + before + pad + lead_n
+        items.append(ItemPlan(b, needle, body, split, y, L - fixed - used))
+    del mean_piece
+    y = np.array([it.y for it in items])
+    assignment = assign_residues(y, P, derive_rng(spec.seed, spec.family, L, "residues"))
+    if assignment.deviation > TOLERANCE:
+        raise AssemblyError(
+            f"could not match anchor statistics across phases within {TOLERANCE} tokens "
+            f"(best {assignment.deviation:.2f}); use more base items"
+        )
+    return NeedlePlan(
+        spec=spec,
+        tok=tok,
+        content=content,
+        filler=filler,
+        pad=pad,
+        slack_min=slack_min,
+        question_tokens=q_tokens,
+        question_index=question_index,
+        items=items,
+        extra=assignment.extra,
+        residue=assignment.residue,
+    )
+
+
+def _render_item(plan: NeedlePlan, b: int) -> Iterator[dict]:
+    spec, tok, content, filler = plan.spec, plan.tok, plan.content, plan.filler
+    P, L = spec.modulus, spec.length
+    item = plan.items[b]
+    extra = int(plan.extra[b])
+    pool = content.pool
+    before = content.header + "".join(pool[i] for i in item.body[: item.split])
+    after = "".join(pool[i] for i in item.body[item.split :])
+    slack = item.leftover - extra
+    tail = after + filler.line(slack) + item.needle.question
+    x = int(item.y + extra)
+    rows = []
+    for delta in range(P):
+        head = before + filler.line(plan.pad + extra + delta) + item.needle.lead
+        prompt = head + item.needle.keyed + filler.line(plan.pad + P - 1 - delta) + tail
+        key_char = len(head) + item.needle.keyed.index(item.needle.key)
+        if prompt.find(item.needle.key) != key_char:
+            raise AssemblyError(f"needle key {item.needle.key!r} occurs before the needle")
+        anchor = x + delta
+        rows.append(
+            {
+                "id": f"{spec.family}-{L}-b{b:05d}-p{anchor % P}",
+                "family": spec.family,
+                "length": L,
+                "phase_modulus": P,
+                "phase": anchor % P,
+                "base_id": b,
+                "anchor_index": anchor,
+                "question_index": plan.question_index,
+                "needle_key": item.needle.key,
+                "prompt": prompt,
+                "answer": item.needle.answer,
+                "choices": [],
+                "depth": anchor / L,
+                "tokenizer": tok.name,
+                "tokenizer_fingerprint": tok.fingerprint,
+                "seed": spec.seed,
+                "key_char": key_char,
+                "question_char": len(prompt) - len(item.needle.question),
+            }
+        )
+    rows.sort(key=lambda r: r["phase"])
+    yield from rows
+
+
+def seam_samples(plan: NeedlePlan, n_items: int = 2) -> list[list[str]]:
+    """Real piece sequences covering every kind of seam, for :func:`check_seams`."""
+    content, filler, P = plan.content, plan.filler, plan.spec.modulus
+    pool = content.pool
+    seqs: list[list[str]] = []
+    for item in plan.items[:n_items]:
+        body = [pool[i] for i in item.body]
+        s = item.split
+        extra = int(plan.extra[item.base_id])
+        for delta in (0, P - 1):
+            seqs.append(
+                [content.header, *body[max(0, s - 2) : s]]
+                + [filler.line(plan.pad + extra + delta), item.needle.lead, item.needle.keyed]
+                + [filler.line(plan.pad + P - 1 - delta), *body[s : s + 2]]
+            )
+        seqs.append([*body[-2:], filler.line(item.leftover - extra), item.needle.question])
+        seqs.append([content.header, *body[:64]])
+    # every filler length between body pieces
+    a, b = pool[0], pool[min(1, len(pool) - 1)]
+    for k in range(filler.min_tokens, filler.max_tokens + 1):
+        seqs.append([a, filler.line(k), b])
+    # the pool in chunks, so that many real body/body seams are tested
+    step = 64
+    for start in range(0, min(len(pool), 64 * step), step):
+        seqs.append(list(pool[start : start + step]))
+    return [[p for p in seq if p] for seq in seqs]
+
+
+def exact_check(plan: NeedlePlan, row: dict) -> None:
+    """Re-encode one whole prompt on the exact path and compare every claim."""
+    tok = plan.tok
+    n, (anchor, question) = tok.token_index_at(
+        row["prompt"], [row["key_char"], row["question_char"]]
+    )
+    if (n, anchor, question) != (row["length"], row["anchor_index"], row["question_index"]):
+        raise AssemblyError(
+            f"exact re-encoding of {row['id']} disagrees with the fast path: length {n} vs "
+            f"{row['length']}, anchor {anchor} vs {row['anchor_index']}, question {question} vs "
+            f"{row['question_index']}"
+        )
+
+
+def prepare(spec: SplitSpec, tok: PhaseTokenizer, content: NeedleContent) -> NeedlePlan:
+    """Plan, check every seam kind on real pieces, and check one prompt on the exact path."""
+    p = plan(spec, tok, content)
+    check_seams(tok, seam_samples(p), spec.family)
+    exact_check(p, next(p.render([0])))
+    return p
+
+
+def verify_row(tok: PhaseTokenizer, row: dict) -> list[str]:
+    """Exact-path checks of one kv/niah row, independent of the fast path; problems found."""
+    problems = []
+    prompt, key = row["prompt"], row["needle_key"]
+    if prompt.find(key) != row["key_char"]:
+        problems.append(
+            f"needle key {key!r} first occurs at char {prompt.find(key)}, "
+            f"not at the needle (char {row['key_char']})"
+        )
+    n, (anchor, question) = tok.token_index_at(prompt, [row["key_char"], row["question_char"]])
+    for name, got in (("length", n), ("anchor_index", anchor), ("question_index", question)):
+        if got != row[name]:
+            problems.append(f"{name} is {got} on re-encoding, row claims {row[name]}")
+    return problems

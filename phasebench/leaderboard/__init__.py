@@ -1,0 +1,1 @@
+"""The leaderboard: collect, validate, score, render."""

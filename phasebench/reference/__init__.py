@@ -1,0 +1,1 @@
+"""Small reference models with and without chunked KV compression."""

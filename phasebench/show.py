@@ -1,0 +1,66 @@
+"""``phasebench inspect``: one row with its needle highlighted, and the config's balance table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from phasebench.build import iter_rows, read_manifest
+
+BOLD, RESET = "\033[1;7m", "\033[0m"
+
+
+def balance_table(manifest: dict) -> pd.DataFrame:
+    """Per-phase count, anchor mean and std, as the manifest records them."""
+    bal = manifest["balance"]
+    return pd.DataFrame(
+        {
+            "phase": range(len(bal["count_per_phase"])),
+            "count": bal["count_per_phase"],
+            "anchor_mean": bal["anchor_mean_per_phase"],
+            "anchor_std": bal["anchor_std_per_phase"],
+        }
+    ).set_index("phase")
+
+
+def highlight(row: dict, context: int = 240, color: bool = True) -> str:
+    """The prompt around the needle (and its end), the needle marked."""
+    prompt = row["prompt"]
+    start = row.get("key_char", -1)
+    if start is None or start < 0:  # code: the completion point is the end of the prompt
+        return f"...{prompt[-context * 2 :]}" + (
+            f"{BOLD}<{row['answer']}>{RESET}" if color else f"<<{row['answer']}>>"
+        )
+    end = prompt.find("\n", start + len(row["needle_key"]))
+    end = len(prompt) if end < 0 else end
+    on, off = (BOLD, RESET) if color else ("<<", ">>")
+    parts = [
+        "..." if start > context else "",
+        prompt[max(0, start - context) : start],
+        on + prompt[start:end] + off,
+        prompt[end : end + context],
+        "\n[...]\n",
+        prompt[row["question_char"] :] if row.get("question_char", -1) >= 0 else "",
+    ]
+    return "".join(parts)
+
+
+def inspect_config(folder: Path | str, row_index: int = 0, color: bool = True) -> str:
+    manifest = read_manifest(folder)
+    row = next(r for i, r in enumerate(iter_rows(folder)) if i == row_index)
+    bal = manifest["balance"]
+    head = [
+        f"config {manifest['config']}  ({manifest['rows']} rows, tokenizer "
+        f"{manifest['tokenizer']['name']}, {manifest['tokenizer']['fingerprint'][:23]}...)",
+        f"row {row['id']}: length {row['length']}, anchor {row['anchor_index']} "
+        f"(phase {row['phase']} mod {row['phase_modulus']}), question at {row['question_index']}, "
+        f"answer {row['answer']!r}",
+        "",
+        highlight(row, color=color),
+        "",
+        f"balance (anchor mean {bal['anchor_mean']}, std {bal['anchor_std']}; largest per-phase "
+        f"deviation: mean {bal['max_mean_deviation']}, std {bal['max_std_deviation']} tokens)",
+        balance_table(manifest).to_string(),
+    ]
+    return "\n".join(head)

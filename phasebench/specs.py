@@ -1,0 +1,116 @@
+"""Frozen, validated split specs.
+
+A :class:`SplitSpec` names one config: one family at one length for one tokenizer. Everything a
+generator produces is a pure function of the spec (and the tokenizer it names), so the spec is
+what manifests record and what consumers compare.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_args
+
+from phasebench.errors import SpecError
+
+Family = Literal["kv", "niah", "code"]
+FAMILIES: tuple[str, ...] = get_args(Family)
+
+#: Model arguments that change how lm-eval's ``hf`` backend builds the tokenizer, and therefore
+#: the token sequence a phase label refers to.
+TOKENIZER_ARG_NAMES = ("revision", "subfolder", "gguf_file", "add_bos_token", "trust_remote_code")
+
+MIN_LENGTH = 64
+MAX_LENGTH = 4 * 1024 * 1024
+
+
+def _check_int(name: str, value: Any, minimum: int, maximum: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise SpecError(f"'{name}' must be an integer (got {value!r})")
+    if value < minimum:
+        raise SpecError(f"'{name}' must be >= {minimum} (got {value})")
+    if maximum is not None and value > maximum:
+        raise SpecError(f"'{name}' must be <= {maximum} (got {value})")
+    return value
+
+
+@dataclass(frozen=True)
+class SplitSpec:
+    """One phase-balanced config.
+
+    ``length`` is the exact token count of every prompt (kv, niah) or the approximate amount of
+    unrelated context before the item (code, where 0 means none). ``n_base`` base items are each
+    rendered once per phase, so a config has ``n_base * modulus`` rows for kv and niah.
+    """
+
+    family: Family
+    length: int
+    modulus: int = 8
+    n_base: int = 256
+    seed: int = 0
+    tokenizer: str = "deepseek-v4"
+    tokenizer_args: tuple[tuple[str, str], ...] = ()
+    haystack: str | None = None
+    extra: tuple[tuple[str, str], ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        if self.family not in FAMILIES:
+            raise SpecError(f"'family' must be one of {', '.join(FAMILIES)} (got {self.family!r})")
+        minimum = 0 if self.family == "code" else MIN_LENGTH
+        _check_int("length", self.length, minimum, MAX_LENGTH)
+        _check_int("modulus", self.modulus, 2, 4096)
+        _check_int("n_base", self.n_base, 1)
+        _check_int("seed", self.seed, 0, 2**63 - 1)
+        if not isinstance(self.tokenizer, str) or not self.tokenizer:
+            raise SpecError(f"'tokenizer' must be a non-empty string (got {self.tokenizer!r})")
+        for name, _ in self.tokenizer_args:
+            if name not in TOKENIZER_ARG_NAMES:
+                raise SpecError(
+                    f"'tokenizer_args' has unknown key {name!r}; "
+                    f"expected some of {', '.join(TOKENIZER_ARG_NAMES)}"
+                )
+        object.__setattr__(self, "tokenizer_args", tuple(sorted(self.tokenizer_args)))
+        object.__setattr__(self, "extra", tuple(sorted(self.extra)))
+
+    @property
+    def config_name(self) -> str:
+        """Folder and Hub config name, e.g. ``kv_4096`` (valid for ``^\\w+(\\.\\w+)*$``)."""
+        return f"{self.family}_{self.length}"
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["tokenizer_args"] = dict(self.tokenizer_args)
+        data["extra"] = dict(self.extra)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SplitSpec:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise SpecError(
+                f"unknown spec field(s) {', '.join(map(repr, unknown))}; "
+                f"expected some of {', '.join(sorted(known))}"
+            )
+        if "family" not in data or "length" not in data:
+            raise SpecError("a spec needs at least 'family' and 'length'")
+        kwargs = dict(data)
+        for name in ("tokenizer_args", "extra"):
+            value = kwargs.get(name) or {}
+            if isinstance(value, Mapping):
+                value = tuple((str(k), str(v)) for k, v in value.items())
+            kwargs[name] = tuple(tuple(pair) for pair in value)
+        return cls(**kwargs)
+
+    def replace(self, **changes: Any) -> SplitSpec:
+        return dataclasses.replace(self, **changes)
+
+
+_SLUG = re.compile(r"[^A-Za-z0-9]+")
+
+
+def slug(text: str) -> str:
+    """A Hub-safe identifier fragment (``deepseek-v4`` -> ``deepseek_v4``)."""
+    return _SLUG.sub("_", text).strip("_").lower() or "x"

@@ -1,0 +1,203 @@
+"""Independent re-tokenization of a built split.
+
+``verify`` trusts nothing the generator computed: it loads the tokenizer the manifest names,
+refuses a fingerprint mismatch, re-encodes every prompt whole (exact path, offsets mapping) and
+re-derives lengths, anchors, question indices, phases, pairing and balance from the rows.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+from tqdm.auto import tqdm
+
+from phasebench.build import HASH_KEY, content_hash, read_manifest
+from phasebench.errors import TokenizerError
+from phasebench.families import get_family
+from phasebench.placement import TOLERANCE, phase_stats
+from phasebench.rng import derive_rng
+from phasebench.specs import SplitSpec
+from phasebench.tokenization import PhaseTokenizer, load_tokenizer
+
+META_COLUMNS = (
+    "id",
+    "length",
+    "phase_modulus",
+    "phase",
+    "base_id",
+    "anchor_index",
+    "question_index",
+    "needle_key",
+    "answer",
+    "depth",
+    "tokenizer_fingerprint",
+)
+
+
+@dataclass
+class Report:
+    config: str
+    rows: int = 0
+    checked: int = 0
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def lines(self) -> list[str]:
+        head = (
+            f"{self.config}: {'OK' if self.ok else 'FAILED'} ({self.rows} rows, "
+            f"{self.checked} re-encoded)"
+        )
+        return (
+            [head]
+            + [f"  - {p}" for p in self.problems[:50]]
+            + ([f"  ... and {len(self.problems) - 50} more"] if len(self.problems) > 50 else [])
+        )
+
+
+def check_fingerprint(manifest: dict, tok: PhaseTokenizer) -> None:
+    """Refuse a split built for another tokenizer (or other special-token behaviour)."""
+    expected = manifest["tokenizer"]["fingerprint"]
+    if tok.fingerprint != expected:
+        raise TokenizerError(
+            f"split {manifest['config']!r} was built for tokenizer "
+            f"{manifest['tokenizer']['name']!r} ({expected[:19]}...), not for {tok.name!r} "
+            f"({tok.fingerprint[:19]}...); generate it for this tokenizer instead"
+        )
+
+
+_WORK: tuple | None = None
+
+
+def _check_one(row: dict) -> list[str]:
+    tok, family = _WORK  # type: ignore[misc]
+    return [f"{row['id']}: {p}" for p in family.verify_row(tok, row)]
+
+
+def verify_config(
+    folder: Path | str,
+    sample: int | None = None,
+    num_proc: int = 1,
+    progress: bool = True,
+    tokenizer: PhaseTokenizer | None = None,
+) -> Report:
+    global _WORK
+    folder = Path(folder)
+    manifest = read_manifest(folder)
+    spec = SplitSpec.from_dict(manifest["spec"])
+    report = Report(manifest["config"])
+    tok = tokenizer or load_tokenizer(spec.tokenizer, dict(spec.tokenizer_args))
+    check_fingerprint(manifest, tok)
+    family = get_family(spec)
+    P = spec.modulus
+
+    # file integrity and row metadata
+    meta: dict[str, list] = defaultdict(list)
+    for entry in manifest["files"]:
+        table = pq.read_table(folder / entry["path"])
+        stored = (table.schema.metadata or {}).get(HASH_KEY, b"").decode()
+        rows = table.to_pylist()
+        if content_hash(rows) != stored or stored != entry["content_sha256"]:
+            report.problems.append(f"{entry['path']}: content hash does not match the manifest")
+        for row in rows:
+            for col in META_COLUMNS:
+                meta[col].append(row[col])
+    n = len(meta["id"])
+    report.rows = n
+    if n != manifest["rows"]:
+        report.problems.append(f"manifest claims {manifest['rows']} rows, files hold {n}")
+    if len(set(meta["id"])) != n:
+        report.problems.append("row ids are not unique")
+    anchors, phases = np.array(meta["anchor_index"]), np.array(meta["phase"])
+    if np.any(phases != anchors % P):
+        report.problems.append("some rows have phase != anchor_index mod modulus")
+    if set(meta["tokenizer_fingerprint"]) != {tok.fingerprint}:
+        report.problems.append("rows carry a tokenizer fingerprint other than the manifest's")
+    if not np.allclose(meta["depth"], anchors / np.array(meta["length"])):
+        report.problems.append("depth != anchor_index / length")
+    report.problems += (
+        family.verify_config(spec, meta)
+        if hasattr(family, "verify_config")
+        else _verify_paired(spec, meta)
+    )
+    stats = phase_stats(anchors, phases, P)
+    claimed = manifest["balance"]
+    for key in ("count_per_phase", "anchor_mean_per_phase", "anchor_std_per_phase"):
+        if not np.allclose(stats[key], claimed[key], atol=1e-3):
+            report.problems.append(f"manifest balance {key} does not match the rows")
+    if len(set(stats["count_per_phase"])) != 1:
+        report.problems.append(f"phase counts differ: {stats['count_per_phase']}")
+    for key in ("max_mean_deviation", "max_std_deviation"):
+        if stats[key] > TOLERANCE:
+            report.problems.append(f"{key} is {stats[key]} tokens (> {TOLERANCE})")
+
+    # exact re-encoding
+    indices = np.arange(n)
+    if sample is not None and sample < n:
+        indices = np.sort(derive_rng(0, "verify", manifest["config"]).choice(n, sample, False))
+    wanted = set(indices.tolist())
+    _WORK = (tok, family)
+    bar = tqdm(
+        total=len(wanted), desc=f"verify {manifest['config']}", unit="prompt", disable=not progress
+    )
+    try:
+        selected = (row for i, row in enumerate(_stream(folder, manifest)) if i in wanted)
+        if num_proc > 1:
+            with multiprocessing.get_context("fork").Pool(num_proc) as pool:
+                for found in pool.imap(_check_one, selected, chunksize=4):
+                    report.problems += found
+                    bar.update()
+        else:
+            for row in selected:
+                report.problems += _check_one(row)
+                bar.update()
+    finally:
+        bar.close()
+        _WORK = None
+    report.checked = len(wanted)
+    return report
+
+
+def _stream(folder: Path, manifest: dict):
+    for entry in manifest["files"]:
+        pf = pq.ParquetFile(folder / entry["path"])
+        for batch in pf.iter_batches(batch_size=16):
+            yield from batch.to_pylist()
+
+
+def _verify_paired(spec: SplitSpec, meta: dict) -> list[str]:
+    """kv/niah: every base item at every phase, with one length, question index and answer."""
+    problems = []
+    P = spec.modulus
+    if set(meta["length"]) != {spec.length}:
+        problems.append(f"not every prompt is {spec.length} tokens long")
+    if len(set(meta["question_index"])) != 1:
+        problems.append("the question does not start at the same token index in every prompt")
+    groups: dict[int, list[int]] = defaultdict(list)
+    for i, b in enumerate(meta["base_id"]):
+        groups[b].append(i)
+    if len(groups) != spec.n_base:
+        problems.append(f"{len(groups)} base items, spec asks for {spec.n_base}")
+    for b, idx in groups.items():
+        if sorted(meta["phase"][i] for i in idx) != list(range(P)):
+            problems.append(f"base item {b} is not rendered exactly once at every phase")
+        for col in ("answer", "needle_key", "question_index", "length"):
+            if len({meta[col][i] for i in idx}) != 1:
+                problems.append(f"base item {b}: {col} differs between its phase renderings")
+    return problems
+
+
+def verify(
+    paths: Sequence[Path | str], sample: int | None = None, num_proc: int = 1, progress: bool = True
+) -> list[Report]:
+    from phasebench.build import config_folders
+
+    return [verify_config(f, sample, num_proc, progress) for p in paths for f in config_folders(p)]
