@@ -139,9 +139,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Modules that define ``register(subparsers)`` for the commands they own (one line each).
+COMMAND_MODULES: tuple[str, ...] = ()
+
+
 def _extra_commands():
-    """Commands that live with their modules (each module adds its own sub-parser)."""
-    return []
+    import importlib
+
+    return [importlib.import_module(name).register for name in COMMAND_MODULES]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import functools
-from importlib import resources
 from pathlib import Path
 
 import jinja2
 
+from phasebench.resources import resource_dir
+
 
 def generators_dir() -> Path:
-    """The installed ``generators/`` folder (a resource package inside the wheel)."""
-    return Path(str(resources.files("phasebench._generators")))
+    """The ``generators/`` folder (a resource package inside the wheel)."""
+    return resource_dir("generators")
 
 
 @functools.lru_cache(maxsize=1)
