@@ -12,18 +12,18 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from tokenizers import Regex, Tokenizer, models, pre_tokenizers, processors, trainers
 
 from phasebench.families import code, niah
 from phasebench.rng import derive_rng
-from phasebench.specs import SplitSpec
+from phasebench.tokenization import PhaseTokenizer, load_tokenizer
 
 
 def corpus() -> list[str]:
     """Prose from the niah lexicon, code items and filler code, padding runs and numbers."""
     rng = derive_rng(0, "test-tokenizer")
     lines = niah.prose_pool(rng, 3000)
-    spec = SplitSpec(family="code", length=0, n_base=64)
     for i in range(64):
         family = code.FAMILIES[i % len(code.FAMILIES)]
         values = code._DRAW[family](derive_rng(1, "corpus", i), i % 3 == 0)
@@ -32,7 +32,6 @@ def corpus() -> list[str]:
     lines += [char * n for char in "=-#*" for n in (1, 2, 3, 4, 6, 8, 12, 16)] * 20
     lines += [" ".join(str(n) for n in (1, 2, 4, 8, 16, 32, 64, 128, 256))] * 50
     lines += [" * * * * The special magic number for velmorax is 1234567."] * 20
-    del spec
     return lines
 
 
@@ -68,3 +67,14 @@ def build(folder: Path) -> Path:
     }
     (folder / "tokenizer_config.json").write_text(json.dumps(config, indent=2))
     return folder
+
+
+_FOLDER: list[Path] = []  # trained once per test session, whichever module asks first
+
+
+@pytest.fixture(scope="session")
+def unigram(tmp_path_factory) -> PhaseTokenizer:
+    """The Unigram/Metaspace tokenizer with a BOS, loaded like any local tokenizer folder."""
+    if not _FOLDER:
+        _FOLDER.append(build(tmp_path_factory.mktemp("unigram")))
+    return load_tokenizer(str(_FOLDER[0]))
