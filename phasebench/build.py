@@ -64,9 +64,11 @@ def row_schema(extra: Sequence[tuple[str, pa.DataType]] = ()) -> pa.Schema:
     return pa.schema(ROW_FIELDS + list(extra))
 
 
-def units_per_chunk(spec: SplitSpec) -> int:
-    """Base items per parquet file: about 1M prompt tokens per file, a function of the spec."""
-    return max(1, (1 << 20) // max(spec.length, 1024))
+def units_per_chunk(spec: SplitSpec, rows_per_unit: int | None = None) -> int:
+    """Base items per parquet file, a function of the spec and the family's layout: a kv or niah
+    unit holds ``modulus`` prompts, a code unit 16, and every file about as many prompt tokens."""
+    rows = rows_per_unit or spec.modulus
+    return max(1, (1 << 20) * spec.modulus // (max(spec.length, 1024) * rows))
 
 
 def content_hash(rows: Iterable[dict]) -> str:
@@ -101,14 +103,14 @@ class _Job:
 
     @property
     def n_chunks(self) -> int:
-        per = units_per_chunk(self.spec)
+        per = units_per_chunk(self.spec, _rows_per_unit(self))
         return -(-self.n_units // per)
 
     def chunk_path(self, i: int) -> Path:
         return self.folder / f"data-{i:05d}-of-{self.n_chunks:05d}.parquet"
 
     def chunk_units(self, i: int) -> range:
-        per = units_per_chunk(self.spec)
+        per = units_per_chunk(self.spec, _rows_per_unit(self))
         return range(i * per, min(self.n_units, (i + 1) * per))
 
     def schema(self) -> pa.Schema:

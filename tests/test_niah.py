@@ -107,7 +107,7 @@ def test_the_bos_is_counted(deepseek, deepseek_bos, tmp_path):
 def test_prose_is_varied_and_never_repeats_a_sentence(deepseek):
     pool = niah.prose_pool(derive_rng(0, "test-prose"), 4000)
     assert len(set(pool)) == 4000
-    assert all(p.startswith(" ") and p.lstrip(" \"")[0].isupper() and p[-1] in ".?!" for p in pool)
+    assert all(p.startswith(" ") and p.lstrip(' "')[0].isupper() and p[-1] in ".?!" for p in pool)
     assert not any(re.search(r"\ba [aeiou]", p) for p in pool)
     ids = [i for piece in deepseek.piece_ids(pool) for i in piece]
     # most token 4-grams occur once: the prose does not loop over a few patterns
