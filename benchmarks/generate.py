@@ -1,10 +1,12 @@
-"""Benchmark: the 128K kv config (256 base items x 8 phases = 2,048 prompts of 131,072 tokens).
+"""Benchmark: the 128K kv or niah config (256 base items x 8 phases = 2,048 prompts of 131,072
+tokens).
 
 Prints prompts/s, wall time and peak RSS of ``phasebench generate`` (run as a child process so
 its peak memory is its own), and, in the same run, the per-prompt cost of a naive generator that
 re-encodes every whole prompt to find positions, extrapolated to the same 2,048 prompts.
 
-    python benchmarks/generate.py [--length 131072] [--n-base 256] [--num-proc 2] [--naive 16]
+    python benchmarks/generate.py [--family kv|niah] [--length 131072] [--n-base 256]
+                                  [--num-proc 2] [--naive 16]
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ def run_generate(args: argparse.Namespace, out: Path) -> tuple[float, float]:
         "-m",
         "phasebench.cli",
         "generate",
-        "kv",
+        args.family,
         "--length",
         str(args.length),
         "--n-base",
@@ -63,6 +65,7 @@ def naive_seconds_per_prompt(out: Path, n: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--family", choices=["kv", "niah"], default="kv")
     parser.add_argument("--length", type=int, default=131072)
     parser.add_argument("--n-base", type=int, default=256)
     parser.add_argument("--num-proc", type=int, default=2)
@@ -75,7 +78,7 @@ def main() -> None:
         n = args.n_base * 8
         size = sum(p.stat().st_size for p in out.rglob("*.parquet")) / 2**20
         naive = naive_seconds_per_prompt(out, args.naive)
-        print(f"config        kv_{args.length}: {n} prompts of {args.length} tokens")
+        print(f"config        {args.family}_{args.length}: {n} prompts of {args.length} tokens")
         print(
             f"phasebench    {wall:.1f} s wall ({n / wall:.1f} prompts/s), peak RSS "
             f"{peak_mib:.0f} MiB, {size:.0f} MiB parquet, --num-proc {args.num_proc}"

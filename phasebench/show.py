@@ -32,8 +32,9 @@ def highlight(row: dict, context: int = 240, color: bool = True) -> str:
         return f"...{prompt[-context * 2 :]}" + (
             f"{BOLD}<{row['answer']}>{RESET}" if color else f"<<{row['answer']}>>"
         )
-    end = prompt.find("\n", start + len(row["needle_key"]))
-    end = len(prompt) if end < 0 else end
+    ends = [prompt.find(c, start + len(row["needle_key"])) for c in ("\n", ". ")]
+    ends = [e + (c == ". ") for e, c in zip(ends, ("\n", ". "), strict=True) if e >= 0]
+    end = min(ends) if ends else len(prompt)  # the needle line (kv) or sentence (niah)
     on, off = (BOLD, RESET) if color else ("<<", ">>")
     parts = [
         "..." if start > context else "",
