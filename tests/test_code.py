@@ -186,7 +186,7 @@ def test_golden_content_hash(deepseek, tmp_path):
     assert read_manifest(build(deepseek, spec, tmp_path))["content_hash"] == GOLDEN_CODE_0
 
 
-GOLDEN_CODE_0 = "sha256:893a986cfe607648d641ddf434a4ab34e97a74107f204e03ef321f93b6f8e346"
+GOLDEN_CODE_0 = "sha256:b225955c6cda145163aae6f96a8f58ba04db09147085b62d4a0aab2abd57ea55"
 
 
 @pytest.mark.slow

@@ -224,7 +224,8 @@ def _draw_block(rng: np.random.Generator, narrow: bool) -> dict:
     """Asks a tile size (16..256), or, narrowed, the warp count against the stage count."""
     n = names()
     bm_val, bn_val = _pick(rng, [16, 32, 64, 128, 256], 2)
-    warps, stages = _pick(rng, [2, 3, 4, 8], 2)
+    warps = _pick(rng, [2, 4, 8])  # a power of two; the stage count is any other small number
+    stages = _pick(rng, [n for n in (2, 3, 4, 5) if n != warps])
     pair = _pick(rng, BLOCK_NAMES)
     bm, bn = pair if rng.random() < 0.5 else pair[::-1]
     return {
