@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 
 import pytest
@@ -201,3 +202,16 @@ def test_sharded_runs_give_the_unsharded_bytes(deepseek, tmp_path):
     generate([spec], sharded, shard=(0, 2), progress=False, tokenizer=deepseek)
     for path in sorted(whole.iterdir()):
         assert (sharded / spec.config_name / path.name).read_bytes() == path.read_bytes()
+
+
+def test_cli_generate_verify_inspect(tmp_path, capsys):
+    out = tmp_path / "splits"
+    args = ["generate", "code", "--n-base", "4", "--modulus", "4", "--quiet", "--out", str(out)]
+    assert main([*args, "--length", "0", "--length", "1024"]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["code_0", "code_1024"]
+    assert main(["verify", str(out), "--sample", "8", "--quiet"]) == 0
+    assert main(["inspect", str(out / "code_0"), "--no-color"]) == 0
+    shown = capsys.readouterr().out
+    assert "code_0: OK (256 rows, 8 re-encoded)" in shown
+    assert "code_1024: OK (256 rows, 8 re-encoded)" in shown
+    assert re.search(r"\(FP<<\d+>>|=<<\d+>>", shown) and "anchor_mean" in shown

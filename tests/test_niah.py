@@ -228,3 +228,18 @@ def test_128k_plan_is_exact_and_the_prose_stays_varied(deepseek):
     assert info["filler_tokens_per_prompt_max"] < 200
     depths = np.array([it.y for it in plan.items]) / spec.length
     assert depths.min() < 0.1 and depths.max() > 0.9
+
+
+def test_cli_generate_verify_inspect(tmp_path, capsys):
+    out = tmp_path / "splits"
+    text = tmp_path / "text.txt"
+    text.write_text(haystack_text(), encoding="utf-8")
+    args = ["generate", "niah", "--length", "1024", "--n-base", "8", "--modulus", "4", "--quiet"]
+    assert main([*args, "--out", str(out)]) == 0
+    assert main([*args, "--haystack", str(text), "--out", str(tmp_path / "file")]) == 0
+    assert main(["verify", str(out), str(tmp_path / "file"), "--quiet"]) == 0
+    assert main(["inspect", str(out / "niah_1024"), "--no-color"]) == 0
+    shown = capsys.readouterr().out
+    assert "niah_1024: OK (32 rows, 32 re-encoded)" in shown
+    assert "<< " not in shown and re.search(r"<<[a-z]+ is \d{7}\.>>", shown)
+    assert "anchor_mean" in shown and "Question:" in shown
