@@ -176,9 +176,10 @@ def summarize(
       or range of tied noisy means is biased, and percentile intervals of it cover the truth
       far less than nominal when phases tie, e.g. a square stride-4 profile). They are derived
       from a simultaneous band instead: c = the 1-alpha quantile of max_p |boot_p - est_p|, so
-      every true phase mean lies in est_p +- c with probability ~1-alpha; then the true worst
-      lies in [min(est - c), min(est + c)] and the true gap in [max(lo) - min(hi), max(hi) -
-      min(lo)] (clipped at 0). Conservative by construction;
+      every true phase mean lies in est_p +- c with probability ~1-alpha, and the true worst
+      in [min(est - c), min(est + c)]. The gap uses the same construction on the phase
+      contrasts (phase minus average; item difficulty cancels): gap +- 2 c_contrast, clipped
+      at 0. Conservative by construction;
     - ``p_value``: permutation test of the gap, phase labels shuffled within each base item,
       ``(1 + #{null >= observed}) / (1 + n_perm)`` so it is never 0 and the test is exact at
       any ``n_perm``; ``significant`` is ``p_value <= alpha``;
@@ -216,14 +217,17 @@ def summarize(
             acc_ci = _percentile(np.nanmean(boot, axis=1), alpha)
             # Simultaneous band: every phase mean within +-c of its estimate with prob 1-alpha.
             c = _quantile(np.nanmax(np.abs(boot - acc_p), axis=1), 1 - alpha)
+            # Same for the phase contrasts (phase minus average of phases): item difficulty,
+            # shared by a row, cancels, so the gap band is as tight as the pairing allows.
+            contrast = boot - np.nanmean(boot, axis=1, keepdims=True)
+            c_gap = _quantile(np.nanmax(np.abs(contrast - (acc_p - acc)), axis=1), 1 - alpha)
         lo_p, hi_p = acc_p - c, acc_p + c
         if binary:
             lo_p, hi_p = np.clip(lo_p, 0.0, 1.0), np.clip(hi_p, 0.0, 1.0)
         worst_ci = (float(np.nanmin(lo_p)), float(np.nanmin(hi_p)))
-        gap_ci = (
-            float(max(0.0, np.nanmax(lo_p) - np.nanmin(hi_p))),
-            float(np.nanmax(hi_p) - np.nanmin(lo_p)),
-        )
+        gap_ci = (max(0.0, gap - 2 * c_gap), gap + 2 * c_gap)
+        if binary:
+            gap_ci = (gap_ci[0], min(1.0, gap_ci[1]))
 
     null = _permutation_gaps(m, n_perm, derive_rng(seed, "stats", "permutation"))
     if len(null):
