@@ -91,11 +91,8 @@ def _profile_figure(run: str, task: str, length: str, e: dict[str, Any]):
     ax.set_ylim(0, 100)
     p = "n/a" if e["p_value"] is None else f"{e['p_value']:.3g}"
     period = e["dominant_period"] or "none"
-    ax.set_title(
-        f"{task} @ {length}: gap {100 * e['gap']:.1f} pts, p = {p}, period {period}",
-        fontsize=9,
-        loc="left",
-    )
+    worst = f"{100 * e['worst_phase']:.1f} (phase {e['worst_phase_index']})"
+    ax.set_title("per-phase accuracy", fontsize=9, loc="left")
     ax.legend(fontsize=7, frameon=False, loc="lower left")
     for ax, stride in zip(axes[1:], strides, strict=True):
         folded = e["folded"].get(str(stride), [])
@@ -105,7 +102,13 @@ def _profile_figure(run: str, task: str, length: str, e: dict[str, Any]):
         ax.set_ylim(0, 100)
         ax.set_title(f"mod {stride}", fontsize=9)
         ax.set_xlabel("residue")
-    fig.suptitle(run, fontsize=8, x=0.01, ha="left", color="#636363")
+    fig.suptitle(
+        f"{run}  |  {task} @ {length}: average {100 * e['acc']:.1f}, worst {worst}, "
+        f"gap {100 * e['gap']:.1f} pts (p = {p}), period {period}",
+        fontsize=9,
+        x=0.01,
+        ha="left",
+    )
     fig.tight_layout()
     return fig
 
@@ -115,26 +118,34 @@ def _margin_figure(run: str, task: str, length: str, e: dict[str, Any]):
     import numpy as np
 
     pads = e["margin_by_pad"]["pad_tokens"]
-    styles = sorted(e["margin_by_pad"]["styles"])
+    patterns = e["margin_by_pad"]["patterns"]  # sorted by style, then item
     grid = np.array(
-        [
-            [np.nan if v is None else v for v in e["margin_by_pad"]["styles"][style]]
-            for style in styles
-        ],
-        dtype=float,
+        [[np.nan if v is None else v for v in row["margins"]] for row in patterns], dtype=float
     )
     bound = float(np.nanmax(np.abs(grid))) if np.isfinite(grid).any() else 1.0
     bound = bound or 1.0
-    fig, ax = plt.subplots(figsize=(max(4.0, 0.35 * len(pads) + 2), 0.45 * len(styles) + 1.4))
-    image = ax.imshow(grid, aspect="auto", cmap="RdBu", vmin=-bound, vmax=bound)
+    styles = [row["style"] for row in patterns]
+    starts = [i for i, style in enumerate(styles) if i == 0 or styles[i - 1] != style]
+    height = min(9.0, 1.6 + 0.06 * len(patterns) + 0.2 * len(starts))
+    fig, ax = plt.subplots(figsize=(max(4.5, 0.32 * len(pads) + 2.5), height))
+    image = ax.imshow(
+        grid, aspect="auto", cmap="RdBu", vmin=-bound, vmax=bound, interpolation="nearest"
+    )
+    for start in starts[1:]:
+        ax.axhline(start - 0.5, color="black", lw=0.8)
+    ends = [*starts[1:], len(styles)]
+    ax.set_yticks(
+        [(a + b - 1) / 2 for a, b in zip(starts, ends, strict=True)], [styles[a] for a in starts]
+    )
     ax.set_xticks(range(len(pads)), [str(p) for p in pads], fontsize=7)
-    ax.set_yticks(range(len(styles)), styles)
     ax.set_xlabel("padding length (tokens)")
+    ax.set_ylabel("padding style (one row per item)")
     rates = ", ".join(
         f"S={s}: {'n/a' if v is None else f'{100 * v:.0f}%'}"
         for s, v in e["phase_lock_rate"].items()
     )
-    ax.set_title(f"{task} @ {length}: mean margin; phase-lock {rates}", fontsize=9, loc="left")
+    ax.set_title(f"{task} @ {length}: margin; phase-lock {rates}", fontsize=9, loc="left")
     fig.colorbar(image, ax=ax, label="log p(right) - log p(distractor)")
+    fig.suptitle(run, fontsize=8, x=0.01, ha="left", color="#636363")
     fig.tight_layout()
     return fig

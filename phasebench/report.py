@@ -223,7 +223,7 @@ def _entry(
             {"phase": r["phase"], "margin": r["acc"], "ci": r["ci"], "n": r["n"]}
             for r in m["per_phase"]
         ]
-        patterns, pads, by_style = _margin_patterns(samples)
+        patterns, pads, rows = _margin_patterns(samples)
         entry["phase_lock_rate"] = {
             str(s): _none_if_nan(phase_lock_rate(patterns, s)) for s in divisors(modulus)[1:]
         }
@@ -232,7 +232,7 @@ def _entry(
             for s in divisors(modulus)[1:]
         }
         entry["n_patterns"] = int(len(patterns))
-        entry["margin_by_pad"] = {"pad_tokens": pads, "styles": by_style}
+        entry["margin_by_pad"] = {"pad_tokens": pads, "patterns": rows}
     return entry
 
 
@@ -248,15 +248,15 @@ def _num(value: Any) -> float:
 def _pairing_units(samples: list[dict], modulus: int) -> list[Any]:
     """The row of the phase matrix each sample belongs to.
 
-    kv/niah: the base item. Code sweeps one (item, padding style) over consecutive padding
-    lengths, so an item meets each phase several times; the unit is then (item, style, k) for
-    the k-th time that pattern meets the phase, in padding order (a block of P consecutive
-    lengths holds every phase once).
+    kv/niah: the base item (rendered once at every phase). Code (docs with ``pad_tokens``)
+    sweeps one (item, padding style) over consecutive padding lengths, so it meets each phase
+    several times; the unit is (item, style, k) for the k-th time that pattern meets the
+    phase, in padding order: a block of P consecutive lengths holds every phase once, and the
+    within-unit permutation null then compares phases of the same item and style.
     """
     docs = [s["doc"] for s in samples]
-    keys = [d["base_id"] for d in docs]
-    if len({(k, d["phase"]) for k, d in zip(keys, docs, strict=True)}) == len(docs):
-        return keys
+    if not any("pad_tokens" in d for d in docs):
+        return [d["base_id"] for d in docs]
     keys = [(d.get("item_id", d["base_id"]), str(d.get("pad_style", ""))) for d in docs]
     order = sorted(range(len(docs)), key=lambda i: (keys[i], int(docs[i].get("pad_tokens", 0))))
     seen: dict[tuple, int] = defaultdict(int)
@@ -268,25 +268,26 @@ def _pairing_units(samples: list[dict], modulus: int) -> list[Any]:
     return [str(u) for u in units]
 
 
-def _margin_patterns(samples: list[dict]) -> tuple[np.ndarray, list[int], dict[str, list]]:
-    """Rows = (item, padding style) sign patterns over padding lengths; plus the mean margin
-    per (style, padding length) for the heat strip."""
+def _margin_patterns(samples: list[dict]) -> tuple[np.ndarray, list[int], list[dict]]:
+    """Rows = (item, padding style) margin patterns over the padding lengths (sorted), for the
+    phase-lock rate and the heat strip (one row per pattern, grouped by style)."""
     rows: dict[tuple, dict[int, float]] = defaultdict(dict)
     for s in samples:
         d = s["doc"]
-        key = (str(d.get("item_id", d["base_id"])), str(d.get("pad_style", "")))
+        key = (str(d.get("pad_style", "")), str(d.get("item_id", d["base_id"])))
         rows[key][int(d.get("pad_tokens", d.get("length", 0)))] = _num(s.get("margin"))
     pads = sorted({p for r in rows.values() for p in r})
-    matrix = np.array([[r.get(p, np.nan) for p in pads] for _, r in sorted(rows.items())])
-    by_style: dict[str, list] = {}
-    for style in sorted({k[1] for k in rows}):
-        block = np.array(
-            [[r.get(p, np.nan) for p in pads] for k, r in rows.items() if k[1] == style]
-        )
-        with np.errstate(all="ignore"):
-            means = [float(np.nanmean(col)) if np.isfinite(col).any() else None for col in block.T]
-        by_style[style] = means
-    return matrix, pads, by_style
+    keys = sorted(rows)
+    matrix = np.array([[rows[k].get(p, np.nan) for p in pads] for k in keys])
+    patterns = [
+        {
+            "style": style,
+            "item": item,
+            "margins": [_none_if_nan(float(v)) for v in matrix[i]],
+        }
+        for i, (style, item) in enumerate(keys)
+    ]
+    return matrix, pads, patterns
 
 
 def _none_if_nan(x: float) -> float | None:
