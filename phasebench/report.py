@@ -314,8 +314,9 @@ def render_tables(report: dict[str, Any]) -> str:
     for run, body in report["runs"].items():
         for task, lengths in body["tasks"].items():
             for length, e in sorted(lengths.items(), key=lambda kv: int(kv[0])):
+                units = "paired units" if "margin" in e else "base items"
                 head = (
-                    f"{task}  length {length}  ({run}; {e['n_base']} base items x "
+                    f"{task}  length {length}  ({run}; {e['n_base']} {units} x "
                     f"{e['modulus']} phases)"
                 )
                 verdict = "significant" if e["significant"] else "not significant"
@@ -401,6 +402,7 @@ def _atomic_write(path: Path, data: bytes) -> Path:
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600; results are meant to be shared
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
