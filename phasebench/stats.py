@@ -112,9 +112,11 @@ def phase_matrix(
             )
         r = row_of[base]
         if seen[r, p]:
+            name = base.item() if isinstance(base, np.generic) else base
             raise PhasebenchError(
-                f"base item {base!r} has two results at phase {p}; pass one sample per "
-                "(base item, phase), e.g. without lm-eval repeats"
+                f"base item {name!r} has two results at phase {p}; pass one sample per "
+                "(base item, phase) (without lm-eval repeats; a padding sweep needs "
+                "sweep_units)"
             )
         seen[r, p] = True
         out[r, p] = np.nan if value is None else float(value)

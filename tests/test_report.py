@@ -274,3 +274,16 @@ def test_report_reads_a_real_lm_eval_run(tmp_path, capsys):
     assert {r["phase"]: (r["acc"], r["n"]) for r in entry["per_phase"]} == pytest.approx(direct)
     assert all(n == 16 for _, n in direct.values())
     assert "phasebench_report_probe  length 1024" in printed
+
+
+def test_a_results_file_or_a_samples_file_selects_that_run(simulated, tmp_path):
+    from phasebench.report import load_runs
+
+    (results,) = (simulated / "SIMULATED-flat").glob("results_*.json")
+    (kv_log,) = (simulated / "SIMULATED-flat").glob("samples_phasebench_kv_*.jsonl")
+    runs, reports = load_runs([results])
+    assert [r.name for r in runs] == ["SIMULATED-flat"] and not reports
+    assert sorted(runs[0].samples) == ["phasebench_code", "phasebench_kv"]
+    runs, _ = load_runs([kv_log])
+    assert sorted(runs[0].samples) == ["phasebench_kv"]
+    assert len(runs[0].samples["phasebench_kv"]) == 64 * 8

@@ -345,3 +345,23 @@ def test_sweep_units_pair_one_block_of_phases_per_pattern():
     assert rev == units[::-1]
     m = phase_matrix(units, phases, [1.0] * 8, modulus=4)
     assert m.shape == (3, 4) and np.isnan(m).sum() == 12 - 8
+
+
+def test_public_api_is_pinned():
+    import phasebench.stats
+
+    assert sorted(phasebench.stats.__all__) == [
+        "PhaseSummary",
+        "cochran_q",
+        "divisors",
+        "dominant_period",
+        "fold",
+        "period_spectrum",
+        "phase_lock_rate",
+        "phase_matrix",
+        "power_curve",
+        "power_n_base",
+        "summarize",
+        "sweep_units",
+        "wilson",
+    ]
