@@ -215,3 +215,9 @@ def test_cli_generate_verify_inspect(tmp_path, capsys):
     assert "code_0: OK (256 rows, 8 re-encoded)" in shown
     assert "code_1024: OK (256 rows, 8 re-encoded)" in shown
     assert re.search(r"\(FP<<\d+>>|=<<\d+>>", shown) and "anchor_mean" in shown
+
+
+def test_a_tokenizer_that_appends_tokens_is_refused(wordpiece):
+    assert wordpiece.suffix_ids  # [SEP] after every encoding: no prompt can end at the answer
+    with pytest.raises(SpecError, match="appends special tokens"):
+        code.prepare(SplitSpec("code", 0, n_base=64, tokenizer=wordpiece.name), wordpiece)
