@@ -58,6 +58,10 @@ _SIZE_CATEGORIES = (
     (1_000_000, "100K<n<1M"),
     (10_000_000, "1M<n<10M"),
     (100_000_000, "10M<n<100M"),
+    (1_000_000_000, "100M<n<1B"),
+    (10_000_000_000, "1B<n<10B"),
+    (100_000_000_000, "10B<n<100B"),
+    (1_000_000_000_000, "100B<n<1T"),
 )
 _TASK_CATEGORIES = {"kv": "question-answering", "niah": "question-answering"}
 _FAMILY_TAGS = {
@@ -198,7 +202,7 @@ def size_category(rows: int) -> str:
     for bound, label in _SIZE_CATEGORIES:
         if rows < bound:
             return label
-    return "n>1T" if rows > 10**12 else "100M<n<1B"
+    return "n>1T"
 
 
 @functools.lru_cache(maxsize=1)

@@ -53,7 +53,7 @@ def generated(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def repo(generated, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("published") / "repo"
-    argv = ["publish", str(generated), "--out", str(out), "--repo-id", "phase-org/phasebench"]
+    argv = ["publish", str(generated), "--out", str(out), "--repo-id", "ORG/NAME"]
     assert main(argv) == 0
     return out
 
@@ -155,16 +155,25 @@ def test_card_body_numbers_come_from_manifests(repo, generated):
         "Paired design",
         "Matched position statistics",
         "Periodic Weak Spots: Phase Sensitivity from Chunked",
-        'load_dataset("phase-org/phasebench"',
-        '--metadata \'{"dataset_path": "phase-org/phasebench"}\'',
+        'load_dataset("ORG/NAME"',
+        '--metadata \'{"dataset_path": "ORG/NAME"}\'',
         "valid only for its tokenizer",
     ):
         assert needle in text, needle
 
 
+def test_checked_in_example_card_is_current(repo):
+    """``data_cards/example/README.md`` is this fixture's card; a change to the template, the
+    prose or the generators shows up here (rebuild it as docs/hub.md says)."""
+    from phasebench.resources import resource_dir
+
+    example = resource_dir("data_cards") / "example" / "README.md"
+    assert example.read_text() == (repo / "README.md").read_text()
+
+
 def test_build_is_deterministic(generated, repo, tmp_path):
     again = tmp_path / "again"
-    hub.build_repo([generated], again, repo_id="phase-org/phasebench")
+    hub.build_repo([generated], again, repo_id="ORG/NAME")
     assert _tree(again) == _tree(repo)
 
 
@@ -288,7 +297,7 @@ def test_inconsistent_folder_is_refused(repo, tmp_path, tamper, problem, hub_ser
         (bad / "data" / "stray.parquet").write_bytes(b"x")
     assert any(problem in p for p in hub.repo_problems(bad)), hub.repo_problems(bad)
     with pytest.raises(PhasebenchError, match="not a consistent dataset folder"):
-        hub.push_repo(bad, "phase-org/phasebench", endpoint=hub_server.url, token="hf_test")
+        hub.push_repo(bad, "ORG/NAME", endpoint=hub_server.url, token="hf_test")
     assert hub_server.requests == []  # refused before anything left the machine
 
 
@@ -459,21 +468,19 @@ def hub_server(monkeypatch):
 
 
 def test_push_is_one_commit_of_the_folder(repo, hub_server):
-    info = hub.push_repo(
-        repo, "phase-org/phasebench", endpoint=hub_server.url, token="hf_test", revision="v1"
-    )
+    info = hub.push_repo(repo, "ORG/NAME", endpoint=hub_server.url, token="hf_test", revision="v1")
     assert info.oid == "a" * 40
     routes = [(r["method"], r["path"]) for r in hub_server.requests]
     assert ("POST", "/api/validate-yaml") in routes  # the card metadata is checked first
     assert ("POST", "/api/repos/create") in routes
     create = next(r for r in hub_server.requests if r["path"] == "/api/repos/create")
-    assert create["json"]["type"] == "dataset" and create["json"]["name"] == "phasebench"
-    assert ("POST", "/api/datasets/phase-org/phasebench/branch/v1") in routes
-    assert ("POST", "/api/datasets/phase-org/phasebench/preupload/v1") in routes
+    assert create["json"]["type"] == "dataset" and create["json"]["name"] == "NAME"
+    assert ("POST", "/api/datasets/ORG/NAME/branch/v1") in routes
+    assert ("POST", "/api/datasets/ORG/NAME/preupload/v1") in routes
     api_calls = [r for r in hub_server.requests if not r["path"].startswith("/lfs-upload/")]
     assert all(r["auth"] == "Bearer hf_test" for r in api_calls)
     commits = [r for r in routes if "/commit/" in r[1]]
-    assert commits == [("POST", "/api/datasets/phase-org/phasebench/commit/v1")]
+    assert commits == [("POST", "/api/datasets/ORG/NAME/commit/v1")]
     # the commit holds exactly the folder's bytes; parquet went through LFS
     assert hub_server.committed_files() == _tree(repo)
     lines = hub_server.commits[0]["lines"]
@@ -501,12 +508,12 @@ def test_push_from_cli_with_pull_request(generated, tmp_path, hub_server, monkey
 def test_push_needs_matching_repo_id_and_a_token(repo, hub_server, monkeypatch, tmp_path):
     from huggingface_hub import constants
 
-    with pytest.raises(PhasebenchError, match="was built for repository 'phase-org/phasebench'"):
+    with pytest.raises(PhasebenchError, match="was built for repository 'ORG/NAME'"):
         hub.push_repo(repo, "someone/else", endpoint=hub_server.url, token="hf_test")
     monkeypatch.delenv("HF_TOKEN", raising=False)
     monkeypatch.delenv("HUGGING_FACE_HUB_TOKEN", raising=False)
     monkeypatch.setattr(constants, "HF_TOKEN_PATH", str(tmp_path / "no-token"))
     monkeypatch.setattr(constants, "HF_STORED_TOKENS_PATH", str(tmp_path / "no-tokens"))
     with pytest.raises(PhasebenchError, match="hf auth login"):
-        hub.push_repo(repo, "phase-org/phasebench", endpoint=hub_server.url)
+        hub.push_repo(repo, "ORG/NAME", endpoint=hub_server.url)
     assert hub_server.requests == []
