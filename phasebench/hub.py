@@ -4,12 +4,16 @@
 
     REPO/README.md                                   data card (YAML front matter + prose)
     REPO/phasebench.json                             index: configs, files, hashes, card options
-    REPO/manifests/<config>.json                     each config's manifest, byte for byte
-    REPO/data/<config>/test-00000-of-00001.parquet   each config's parquet files, byte for byte
+    REPO/data/<config>/manifest.json                 each config's manifest, byte for byte
+    REPO/data/<config>/data-00000-of-00001.parquet   each config's parquet files, byte for byte
 
 A Hub config is one family x length x tokenizer (``kv_4096_deepseek_v4``); its only split is
-``test``. The card is rendered with jinja2 from ``data_cards/card.md.j2`` and numbers that come
-only from the manifests and the data files, so the same inputs always give the same folder bytes.
+``test``. ``data/<config>`` is laid out like a generated config folder, so everything that reads
+those (``read_manifest``, ``iter_rows``, ``phasebench verify``, the lm-eval tasks) reads a
+published dataset too: :func:`config_folders` finds them in a folder or a Hub dataset.
+
+The card is rendered with jinja2 from ``data_cards/card.md.j2`` and numbers that come only from
+the manifests and the data files, so the same inputs always give the same folder bytes.
 Before anything is pushed the folder is validated again (files against the index and the
 manifests, row content hashes, card metadata, card text), and the push is one commit.
 """
@@ -31,8 +35,8 @@ import jinja2
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from phasebench import __version__
-from phasebench.build import HASH_KEY, config_folders, content_hash, read_manifest
+from phasebench import __version__, build
+from phasebench.build import HASH_KEY, MANIFEST, content_hash, read_manifest
 from phasebench.errors import PhasebenchError, TokenizerError
 from phasebench.resources import resource_dir
 from phasebench.specs import FAMILIES, slug
@@ -50,7 +54,7 @@ TEMPLATE = "card.md.j2"
 DEFAULT_PRETTY_NAME = "phasebench: phase-balanced long-context splits"
 DEFAULT_LICENSE = "apache-2.0"
 #: Folders of a repository that ``publish`` owns: a push removes stale files under them.
-OWNED_PREFIXES = ("data/", "manifests/")
+OWNED_PREFIXES = ("data/",)
 _SIZE_CATEGORIES = (
     (1_000, "n<1K"),
     (10_000, "1K<n<10K"),
@@ -113,10 +117,6 @@ def _file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def _repo_file_name(i: int, n: int) -> str:
-    return f"{SPLIT}-{i:05d}-of-{n:05d}.parquet"
-
-
 # -- reading generated configs --------------------------------------------------------------------
 
 
@@ -135,10 +135,9 @@ class _Source:
 
     def files(self) -> list[tuple[Path, str, dict]]:
         """(source file, path in the repository, manifest entry), in manifest order."""
-        entries = self.manifest["files"]
         return [
-            (self.folder / e["path"], f"data/{self.name}/{_repo_file_name(i, len(entries))}", e)
-            for i, e in enumerate(entries)
+            (self.folder / e["path"], f"data/{self.name}/{e['path']}", e)
+            for e in self.manifest["files"]
         ]
 
 
@@ -166,7 +165,7 @@ def _collect(generated: Sequence[Path | str]) -> list[_Source]:
     family (kv, niah, code), length and tokenizer."""
     sources: dict[str, _Source] = {}
     for root in generated:
-        for folder in config_folders(root):
+        for folder in build.config_folders(root):
             manifest_bytes = (folder / "manifest.json").read_bytes()
             manifest = read_manifest(folder)
             name = _manifest_config_name(manifest)
@@ -326,7 +325,6 @@ def _config_entry(source: _Source) -> dict:
         files.append(
             {
                 "path": repo_path,
-                "source": entry["path"],
                 "rows": entry["rows"],
                 "content_sha256": entry["content_sha256"],
                 "sha256": _file_sha256(src),
@@ -342,7 +340,7 @@ def _config_entry(source: _Source) -> dict:
         "content_hash": source.manifest["content_hash"],
         "tokenizer": tok["name"],
         "tokenizer_fingerprint": tok["fingerprint"],
-        "manifest": f"manifests/{source.name}.json",
+        "manifest": f"data/{source.name}/{MANIFEST}",
         "manifest_sha256": hashlib.sha256(source.manifest_bytes).hexdigest(),
         "num_bytes": num_bytes,
         "prompt_tokens": {"min": min(lengths), "max": max(lengths)},
@@ -411,8 +409,8 @@ def build_repo(
     shutil.rmtree(tmp, ignore_errors=True)
     try:
         for s in sources:
-            (tmp / "manifests").mkdir(parents=True, exist_ok=True)
-            (tmp / "manifests" / f"{s.name}.json").write_bytes(s.manifest_bytes)
+            (tmp / "data" / s.name).mkdir(parents=True, exist_ok=True)
+            (tmp / "data" / s.name / MANIFEST).write_bytes(s.manifest_bytes)
             for src, repo_path, _ in s.files():
                 (tmp / repo_path).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(src, tmp / repo_path)
@@ -478,7 +476,9 @@ def repo_problems(repo_dir: Path | str, *, deep: bool = True) -> list[str]:
         manifest = manifests[name] = json.loads(mbytes)
         if _manifest_config_name(manifest) != name:
             problems.append(f"{c['manifest']}: describes {_manifest_config_name(manifest)!r}")
-        if [f["source"] for f in c["files"]] != [e["path"] for e in manifest["files"]]:
+        if [f["path"] for f in c["files"]] != [
+            f"data/{name}/{e['path']}" for e in manifest["files"]
+        ]:
             problems.append(f"{name}: data files do not match the manifest's file list")
             continue
         if sum(f["rows"] for f in c["files"]) != manifest["rows"] or c["rows"] != manifest["rows"]:
@@ -553,8 +553,8 @@ def _check_repo_id(repo_id: str) -> None:
 
 def commit_operations(repo_dir: Path | str, remote_files: Sequence[str] = ()) -> list:
     """The operations of the one commit that makes the repository equal the folder: an add
-    for every file, and a delete for each remote file under ``data/`` or ``manifests/`` that
-    the folder no longer holds (other remote files, e.g. ``.gitattributes``, are left)."""
+    for every file, and a delete for each remote file under ``data/`` that the folder no
+    longer holds (other remote files, e.g. ``.gitattributes``, are left)."""
     from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 
     repo = Path(repo_dir)
@@ -655,6 +655,78 @@ def _fetch_json(source: str, filename: str, revision: str | None) -> dict:
             f"folder or a Hub dataset id you can access"
         ) from None
     return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def _is_repo_id(source: str) -> bool:
+    parts = source.split("/")
+    return len(parts) == 2 and all(parts) and not source.startswith((".", "~"))
+
+
+def config_folders(
+    source: str | Path,
+    *,
+    family: str | None = None,
+    lengths: Sequence[int] | None = None,
+    revision: str | None = None,
+) -> list[Path]:
+    """Config folders (``manifest.json`` plus parquet files) of ``family`` at ``lengths``
+    (all when ``None``) from a generated folder, a published folder, or a Hub dataset id.
+
+    For a Hub id only ``phasebench.json`` and the selected configs are downloaded (into the
+    usual Hugging Face cache). The folders read like generated ones: ``read_manifest``,
+    ``iter_rows`` and ``phasebench verify`` work on them; checking the tokenizer fingerprint
+    is the caller's job (:func:`phasebench.verify.check_fingerprint`).
+    """
+    text = str(source)
+    local = Path(text).expanduser()
+
+    def wanted(fam: str, length: int) -> bool:
+        return (family is None or fam == family) and (lengths is None or length in lengths)
+
+    if local.exists():
+        if (local / INDEX).is_file():
+            folders = [local / "data" / c["name"] for c in read_index(local)["configs"]]
+        else:
+            folders = build.config_folders(local)
+        selected = []
+        for folder in folders:
+            spec = read_manifest(folder)["spec"]
+            if wanted(spec["family"], spec["length"]):
+                selected.append(folder)
+    elif _is_repo_id(text):
+        index = _fetch_json(text, INDEX, revision)
+        chosen = [c["name"] for c in index["configs"] if wanted(c["family"], c["length"])]
+        root = local
+        if chosen:
+            from huggingface_hub import snapshot_download
+
+            try:
+                root = Path(
+                    snapshot_download(
+                        text,
+                        repo_type="dataset",
+                        revision=revision,
+                        allow_patterns=[f"data/{name}/*" for name in chosen],
+                    )
+                )
+            except Exception as exc:  # offline, gated, missing: one line for the user
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+                raise PhasebenchError(
+                    f"cannot download {', '.join(chosen)} of dataset {text!r} "
+                    f"({type(exc).__name__}: {first[:160]}); give a local folder instead"
+                ) from None
+        selected = [root / "data" / name for name in chosen]
+    else:
+        raise PhasebenchError(
+            f"{text!r} is neither a folder nor a Hub dataset id (ORG/NAME); give a folder made "
+            f"by `phasebench generate` or `phasebench publish`, or a dataset id"
+        )
+    if not selected:
+        what = " ".join(
+            x for x in (family, f"at lengths {list(lengths)}" if lengths is not None else None) if x
+        )
+        raise PhasebenchError(f"{text!r} holds no config {what}".rstrip())
+    return selected
 
 
 def load_split(

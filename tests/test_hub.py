@@ -93,13 +93,16 @@ def test_folder_layout_and_config_names(repo, generated):
     for name in names:
         assert HUB_NAME.match(name), name
         assert name.endswith("_deepseek_v4")
-        manifest = json.loads((repo / "manifests" / f"{name}.json").read_bytes())
-        assert (repo / "manifests" / f"{name}.json").read_bytes() == (
+        folder = repo / "data" / name
+        assert (folder / "manifest.json").read_bytes() == (
             originals[name] / "manifest.json"
         ).read_bytes()
-        for i, entry in enumerate(manifest["files"]):
-            n = len(manifest["files"])
-            copied = repo / "data" / name / f"test-{i:05d}-of-{n:05d}.parquet"
+        manifest = read_manifest(folder)
+        assert sorted(p.name for p in folder.iterdir()) == sorted(
+            ["manifest.json"] + [e["path"] for e in manifest["files"]]
+        )
+        for entry in manifest["files"]:
+            copied = folder / entry["path"]
             assert copied.read_bytes() == (originals[name] / entry["path"]).read_bytes()
     assert index["default_config"] == names[0]
     assert hub.repo_problems(repo) == []
@@ -256,6 +259,23 @@ def test_load_split_checks_tokenizer_and_content(repo, tmp_path):
     pq.write_table(table.from_pylist(rows, schema=table.schema), victim)
     with pytest.raises(PhasebenchError, match="do not hash to the manifest"):
         hub.load_split(copy, name, cache_dir=str(tmp_path / "c2"))
+
+
+def test_published_configs_read_like_generated_ones(repo, generated):
+    from phasebench.verify import verify_config
+
+    folders = hub.config_folders(repo, family="kv", lengths=[512])
+    assert [f.relative_to(repo).as_posix() for f in folders] == ["data/kv_512_deepseek_v4"]
+    assert len(hub.config_folders(repo)) == len(hub.read_index(repo)["configs"])
+    assert hub.config_folders(generated, lengths=[256]) == [generated / "kv_256"]
+    original = _originals(generated)["kv_512_deepseek_v4"]
+    assert list(iter_rows(folders[0])) == list(iter_rows(original))
+    report = verify_config(folders[0], progress=False)  # re-encodes every published prompt
+    assert report.ok and report.checked == report.rows == 128, report.lines()
+    with pytest.raises(PhasebenchError, match=r"holds no config kv at lengths \[12345\]"):
+        hub.config_folders(repo, family="kv", lengths=[12345])
+    with pytest.raises(PhasebenchError, match="neither a folder nor a Hub dataset id"):
+        hub.config_folders("./no/such/folder")
 
 
 # -- validation before a push -----------------------------------------------------------------
