@@ -10,31 +10,30 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
 import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlparse
 
-import pyarrow.parquet as pq
-import pytest
+# huggingface_hub and datasets read these once, at import: set them before anything imports them.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
-from phasebench import hub
-from phasebench.build import generate, iter_rows, read_manifest
-from phasebench.cli import main
-from phasebench.errors import PhasebenchError, TokenizerError
-from phasebench.specs import SplitSpec
+import pyarrow.parquet as pq  # noqa: E402
+import pytest  # noqa: E402
+
+from phasebench import hub  # noqa: E402
+from phasebench.build import generate, iter_rows, read_manifest  # noqa: E402
+from phasebench.cli import main  # noqa: E402
+from phasebench.errors import PhasebenchError, TokenizerError  # noqa: E402
+from phasebench.specs import SplitSpec  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 HUB_NAME = re.compile(r"^\w+(\.\w+)*$")
 FAMILY_LENGTHS = {"kv": (256, 512)}
-
-
-@pytest.fixture(autouse=True)
-def _offline(monkeypatch):
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
 
 
 @pytest.fixture(scope="session")
@@ -395,6 +394,8 @@ class _Handler(BaseHTTPRequestHandler):
         path, query = unquote(url.path), parse_qs(url.query)
         body = self._body()
         hub = self.hub
+        if path == "/api/agent-harnesses":  # the client's own registry lookup, not our business
+            return self._reply(404, {"error": "not here"})
         hub.requests.append(
             {
                 "method": method,
@@ -479,10 +480,14 @@ class _Handler(BaseHTTPRequestHandler):
 def hub_server(monkeypatch):
     from huggingface_hub import constants
 
-    # The stand-in speaks the Hub API and the LFS protocol, not Xet storage.
+    server = FakeHub(existing=[".gitattributes", "data/old_1024/data-00000-of-00001.parquet"])
+    # The stand-in speaks the Hub API and the LFS protocol, not Xet storage. Requests may go
+    # out (to 127.0.0.1 only: the default endpoint is the stand-in too) even if the calling
+    # environment sets HF_HUB_OFFLINE=1.
     monkeypatch.setattr(constants, "HF_HUB_DISABLE_XET", True)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(constants, "ENDPOINT", server.url)
     monkeypatch.setenv("NO_PROXY", "127.0.0.1")
-    server = FakeHub(existing=[".gitattributes", "data/old_1024/test-00000-of-00001.parquet"])
     yield server
     server.close()
 
@@ -508,7 +513,7 @@ def test_push_is_one_commit_of_the_folder(repo, hub_server):
     assert lfs_paths == {p for p in _tree(repo) if p.endswith(".parquet")}
     # a stale data file from an earlier publish is deleted, other remote files are left alone
     deleted = [x["value"]["path"] for x in lines if x["key"].startswith("deleted")]
-    assert deleted == ["data/old_1024/test-00000-of-00001.parquet"]
+    assert deleted == ["data/old_1024/data-00000-of-00001.parquet"]
 
 
 def test_push_from_cli_with_pull_request(generated, tmp_path, hub_server, monkeypatch, capsys):
