@@ -54,6 +54,8 @@ class NeedleContent:
     draw_needle: Callable[[np.random.Generator], Needle]
     draw_body: Callable[[np.random.Generator, int], np.ndarray]  # (rng, size) -> pool indices
     filler_units: Sequence[str] = (".", "pad", "x", "the", "-", "a")
+    filler_sep: str = " "  # a filler line is sep.join([unit] * n) + end (measured per tokenizer)
+    filler_end: str = "\n"
     info: dict = field(default_factory=dict)
 
 
@@ -128,11 +130,15 @@ def plan(spec: SplitSpec, tok: PhaseTokenizer, content: NeedleContent) -> Needle
     if len(pool_counts) == 0 or pool_counts.min() < 1:
         raise AssemblyError("every body piece must encode to at least one token")
     max_piece = int(pool_counts.max())
-    probe_filler = build_filler_table(tok, 4, content.filler_units)
+    probe_filler = build_filler_table(
+        tok, 4, content.filler_units, content.filler_sep, content.filler_end
+    )
     pad = probe_filler.min_tokens
     slack_min = pad
     need = max(pad + P * EXTRA_MULTIPLES + P, slack_min + P * EXTRA_MULTIPLES + max_piece + 1)
-    filler = build_filler_table(tok, need + 1, content.filler_units)
+    filler = build_filler_table(
+        tok, need + 1, content.filler_units, content.filler_sep, content.filler_end
+    )
     header_tokens = int(tok.count([content.header])[0])
     q_tokens = _question_tokens(tok, spec, content)
     question_index = L - len(tok.suffix_ids) - q_tokens
