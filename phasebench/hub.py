@@ -267,6 +267,31 @@ def card_metadata(index: dict, schemas: dict[str, pa.Schema]) -> Any:
     return data
 
 
+def family_facts(info: dict, max_items: int = 12) -> list[tuple[str, str]]:
+    """The family's manifest summary as short (label, text) lines for the card: scalars, and
+    small lists or mappings of scalars; anything bigger is left to the manifest."""
+
+    def scalar(value: Any) -> bool:
+        return isinstance(value, str | int | float | bool) or value is None
+
+    def small(values: Any) -> bool:
+        return len(values) <= max_items and all(map(scalar, values))
+
+    facts = []
+    for key in sorted(info):
+        value = info[key]
+        if scalar(value):
+            text = json.dumps(value, ensure_ascii=False) if isinstance(value, str) else str(value)
+        elif isinstance(value, dict) and small(list(value.values())):
+            text = ", ".join(f"{k}: {v}" for k, v in sorted(value.items())) or "none"
+        elif isinstance(value, list) and small(value):
+            text = ", ".join(map(str, value)) or "none"
+        else:
+            text = f"see `{MANIFEST}`"
+        facts.append((key.replace("_", " "), text))
+    return facts
+
+
 def render_card(index: dict, manifests: dict[str, dict], schemas: dict[str, pa.Schema]) -> str:
     """The whole ``README.md``: front matter from :func:`card_metadata`, body from the
     template, every figure taken from ``index``, ``manifests`` and the parquet ``schemas``."""
@@ -293,7 +318,7 @@ def render_card(index: dict, manifests: dict[str, dict], schemas: dict[str, pa.S
                     )
                 ],
                 "balance": balance,
-                "family_info": manifest.get("family") or {},
+                "family_facts": family_facts(manifest.get("family") or {}),
             }
         )
     families = [f for f in FAMILIES if any(c["family"] == f for c in configs)]

@@ -33,7 +33,8 @@ from phasebench.specs import SplitSpec  # noqa: E402
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 HUB_NAME = re.compile(r"^\w+(\.\w+)*$")
-FAMILY_LENGTHS = {"kv": (256, 512)}
+FAMILY_LENGTHS = {"kv": (256, 512), "niah": (256, 512), "code": (0, 256)}
+N_BASE = {"kv": 16, "niah": 16, "code": 4}  # code: 4 items x 4 padding styles x 16 lengths
 
 
 @pytest.fixture(scope="session")
@@ -41,7 +42,7 @@ def generated(tmp_path_factory) -> Path:
     """Tiny generated splits: every family at two lengths, one tokenizer."""
     out = tmp_path_factory.mktemp("generated")
     specs = [
-        SplitSpec(family=family, length=length, n_base=16, modulus=8)
+        SplitSpec(family=family, length=length, n_base=N_BASE[family], modulus=8)
         for family, lengths in FAMILY_LENGTHS.items()
         for length in lengths
     ]
@@ -116,13 +117,14 @@ def test_card_parses_with_hub_classes(repo):
     data = card.data.to_dict()
     assert data["license"] == "apache-2.0"
     assert data["language"] == ["en"]
-    assert data["size_categories"] == ["n<1K"]  # 4 configs x 128 rows
-    assert "question-answering" in data["task_categories"]
+    total = sum(c["rows"] for c in hub.read_index(repo)["configs"])
+    assert total == 4 * 128 + 2 * 256 and data["size_categories"] == ["1K<n<10K"]
+    assert data["task_categories"] == ["question-answering", "text-generation"]
     assert {"phase-sensitivity", "long-context"} <= set(data["tags"])
     assert data["pretty_name"]
     configs = MetadataConfigs.from_dataset_card_data(card.data)
     index = hub.read_index(repo)
-    assert list(configs) == [c["name"] for c in index["configs"]]
+    assert sorted(configs) == sorted(c["name"] for c in index["configs"])
     assert configs.get_default_config_name() == index["default_config"]
     for c in index["configs"]:
         (split,) = configs[c["name"]]["data_files"]
@@ -266,7 +268,8 @@ def test_published_configs_read_like_generated_ones(repo, generated):
     folders = hub.config_folders(repo, family="kv", lengths=[512])
     assert [f.relative_to(repo).as_posix() for f in folders] == ["data/kv_512_deepseek_v4"]
     assert len(hub.config_folders(repo)) == len(hub.read_index(repo)["configs"])
-    assert hub.config_folders(generated, lengths=[256]) == [generated / "kv_256"]
+    assert hub.config_folders(generated, family="kv", lengths=[256]) == [generated / "kv_256"]
+    assert len(hub.config_folders(generated, lengths=[256])) == 3  # kv, niah and code
     original = _originals(generated)["kv_512_deepseek_v4"]
     assert list(iter_rows(folders[0])) == list(iter_rows(original))
     report = verify_config(folders[0], progress=False)  # re-encodes every published prompt
