@@ -654,7 +654,9 @@ def push_repo(
 # -- loading back ---------------------------------------------------------------------------------
 
 
-def _fetch_json(source: str, filename: str, revision: str | None) -> dict:
+def _fetch_json(
+    source: str, filename: str, revision: str | None, endpoint: str | None = None
+) -> dict:
     local = Path(source).expanduser()
     if local.is_dir():
         path = local / filename
@@ -668,7 +670,9 @@ def _fetch_json(source: str, filename: str, revision: str | None) -> dict:
     from huggingface_hub.errors import EntryNotFoundError, HfHubHTTPError
 
     try:
-        path = hf_hub_download(source, filename, repo_type="dataset", revision=revision)
+        path = hf_hub_download(
+            source, filename, repo_type="dataset", revision=revision, endpoint=endpoint
+        )
     except EntryNotFoundError:
         raise PhasebenchError(
             f"dataset {source!r} has no {filename}; it was not published by `phasebench publish`"
@@ -693,6 +697,7 @@ def config_folders(
     family: str | None = None,
     lengths: Sequence[int] | None = None,
     revision: str | None = None,
+    endpoint: str | None = None,
 ) -> list[Path]:
     """Config folders (``manifest.json`` plus parquet files) of ``family`` at ``lengths``
     (all when ``None``) from a generated folder, a published folder, or a Hub dataset id.
@@ -719,7 +724,7 @@ def config_folders(
             if wanted(spec["family"], spec["length"]):
                 selected.append(folder)
     elif _is_repo_id(text):
-        index = _fetch_json(text, INDEX, revision)
+        index = _fetch_json(text, INDEX, revision, endpoint)
         chosen = [c["name"] for c in index["configs"] if wanted(c["family"], c["length"])]
         root = local
         if chosen:
@@ -731,6 +736,7 @@ def config_folders(
                         text,
                         repo_type="dataset",
                         revision=revision,
+                        endpoint=endpoint,
                         allow_patterns=[f"data/{name}/*" for name in chosen],
                     )
                 )

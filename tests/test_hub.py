@@ -329,7 +329,10 @@ def test_inconsistent_folder_is_refused(repo, tmp_path, tamper, problem, hub_ser
 class FakeHub:
     """Records the requests huggingface_hub sends and answers like the Hub's API."""
 
-    def __init__(self, existing: list[str] | None = None):
+    SHA = "b" * 40  # the one commit the stand-in serves
+
+    def __init__(self, existing: list[str] | None = None, served: Path | None = None):
+        self.served = _tree(served) if served is not None else {}
         self.requests: list[dict] = []
         self.lfs: dict[str, bytes] = {}
         self.commits: list[dict] = []
@@ -392,6 +395,18 @@ class _Handler(BaseHTTPRequestHandler):
     def do_PUT(self):
         self._handle("PUT")
 
+    def do_HEAD(self):
+        self._handle("HEAD")
+
+    def _file(self, method: str, data: bytes) -> None:
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("ETag", f'"{hashlib.sha256(data).hexdigest()}"')
+        self.send_header("X-Repo-Commit", FakeHub.SHA)
+        self.end_headers()
+        if method == "GET":
+            self.wfile.write(data)
+
     def _handle(self, method: str) -> None:
         url = urlparse(self.path)
         path, query = unquote(url.path), parse_qs(url.query)
@@ -422,8 +437,23 @@ class _Handler(BaseHTTPRequestHandler):
         if m := re.fullmatch(r"/api/datasets/([^/]+/[^/]+)/tree/([^/]+)/?", path):
             entries = [
                 {"type": "file", "path": p, "size": 1, "oid": "0" * 40} for p in hub.existing
+            ] + [
+                {
+                    "type": "file",
+                    "path": p,
+                    "size": len(data),
+                    "oid": hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest(),
+                }
+                for p, data in hub.served.items()
             ]
             return self._reply(200, entries)
+        if m := re.fullmatch(r"/api/datasets/([^/]+/[^/]+)/revision/(.+)", path):
+            siblings = [{"rfilename": p} for p in hub.served]
+            return self._reply(200, {"id": m.group(1), "sha": FakeHub.SHA, "siblings": siblings})
+        if m := re.fullmatch(r"/datasets/([^/]+/[^/]+)/resolve/([^/]+)/(.+)", path):
+            if m.group(3) not in hub.served:
+                return self._reply(404, {"error": "Entry not found"})
+            return self._file(method, hub.served[m.group(3)])
         if m := re.fullmatch(r"/api/datasets/([^/]+/[^/]+)/preupload/(.+)", path):
             files = json.loads(body)["files"]
             return self._reply(
@@ -479,20 +509,60 @@ class _Handler(BaseHTTPRequestHandler):
         return self._reply(404, {"error": f"no route {method} {path}"})
 
 
-@pytest.fixture
-def hub_server(monkeypatch):
+def _serve(monkeypatch, server: FakeHub) -> FakeHub:
     from huggingface_hub import constants
 
-    server = FakeHub(existing=[".gitattributes", "data/old_1024/data-00000-of-00001.parquet"])
     # The stand-in speaks the Hub API and the LFS protocol, not Xet storage. Requests may go
     # out (to 127.0.0.1 only: the default endpoint is the stand-in too) even if the calling
     # environment sets HF_HUB_OFFLINE=1.
     monkeypatch.setattr(constants, "HF_HUB_DISABLE_XET", True)
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     monkeypatch.setattr(constants, "ENDPOINT", server.url)
+    monkeypatch.setattr(
+        constants,
+        "HUGGINGFACE_CO_URL_TEMPLATE",
+        server.url + "/{repo_id}/resolve/{revision}/{filename}",
+    )
     monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    return server
+
+
+@pytest.fixture
+def hub_server(monkeypatch):
+    server = _serve(
+        monkeypatch,
+        FakeHub(existing=[".gitattributes", "data/old_1024/data-00000-of-00001.parquet"]),
+    )
     yield server
     server.close()
+
+
+def test_config_folders_from_a_hub_id_download_only_what_is_asked(
+    repo, generated, monkeypatch, tmp_path
+):
+    from huggingface_hub import constants
+
+    server = _serve(monkeypatch, FakeHub(served=repo))
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "cache"))
+    try:
+        (folder,) = hub.config_folders(
+            "ORG/NAME", family="niah", lengths=[512], endpoint=server.url
+        )
+    finally:
+        server.close()
+    assert folder.name == "niah_512_deepseek_v4"
+    original = _originals(generated)["niah_512_deepseek_v4"]
+    assert read_manifest(folder) == read_manifest(original)
+    assert list(iter_rows(folder)) == list(iter_rows(original))
+    fetched = {
+        re.sub(r"^/datasets/ORG/NAME/resolve/[^/]+/", "", r["path"])
+        for r in server.requests
+        if "/resolve/" in r["path"] and r["method"] == "GET"
+    }
+    assert fetched == {"phasebench.json"} | {
+        f"data/niah_512_deepseek_v4/{name}"
+        for name in ("manifest.json", "data-00000-of-00001.parquet")
+    }
 
 
 def test_push_is_one_commit_of_the_folder(repo, hub_server):
