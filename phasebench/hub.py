@@ -4,13 +4,14 @@
 
     REPO/README.md                                   data card (YAML front matter + prose)
     REPO/phasebench.json                             index: configs, files, hashes, card options
-    REPO/data/<config>/manifest.json                 each config's manifest, byte for byte
-    REPO/data/<config>/data-00000-of-00001.parquet   each config's parquet files, byte for byte
+    REPO/<config>/manifest.json                      each config's manifest, byte for byte
+    REPO/<config>/data-00000-of-00001.parquet        each config's parquet files, byte for byte
 
 A Hub config is one family x length x tokenizer (``kv_4096_deepseek_v4``); its only split is
-``test``. ``data/<config>`` is laid out like a generated config folder, so everything that reads
-those (``read_manifest``, ``iter_rows``, ``phasebench verify``, the lm-eval tasks) reads a
-published dataset too: :func:`config_folders` finds them in a folder or a Hub dataset.
+``test``. The repository is laid out like a generated output folder (one config folder with its
+manifest and parquet files per config), so everything that reads those (``config_folders``,
+``read_manifest``, ``iter_rows``, ``phasebench verify``, the lm-eval tasks) reads a published
+dataset too; :func:`config_folders` also fetches selected configs of a Hub dataset.
 
 The card is rendered with jinja2 from ``data_cards/card.md.j2`` and numbers that come only from
 the manifests and the data files, so the same inputs always give the same folder bytes.
@@ -53,8 +54,6 @@ CARD = "README.md"
 TEMPLATE = "card.md.j2"
 DEFAULT_PRETTY_NAME = "phasebench: phase-balanced long-context splits"
 DEFAULT_LICENSE = "apache-2.0"
-#: Folders of a repository that ``publish`` owns: a push removes stale files under them.
-OWNED_PREFIXES = ("data/",)
 _SIZE_CATEGORIES = (
     (1_000, "n<1K"),
     (10_000, "1K<n<10K"),
@@ -136,8 +135,7 @@ class _Source:
     def files(self) -> list[tuple[Path, str, dict]]:
         """(source file, path in the repository, manifest entry), in manifest order."""
         return [
-            (self.folder / e["path"], f"data/{self.name}/{e['path']}", e)
-            for e in self.manifest["files"]
+            (self.folder / e["path"], f"{self.name}/{e['path']}", e) for e in self.manifest["files"]
         ]
 
 
@@ -365,7 +363,7 @@ def _config_entry(source: _Source) -> dict:
         "content_hash": source.manifest["content_hash"],
         "tokenizer": tok["name"],
         "tokenizer_fingerprint": tok["fingerprint"],
-        "manifest": f"data/{source.name}/{MANIFEST}",
+        "manifest": f"{source.name}/{MANIFEST}",
         "manifest_sha256": hashlib.sha256(source.manifest_bytes).hexdigest(),
         "num_bytes": num_bytes,
         "prompt_tokens": {"min": min(lengths), "max": max(lengths)},
@@ -434,8 +432,8 @@ def build_repo(
     shutil.rmtree(tmp, ignore_errors=True)
     try:
         for s in sources:
-            (tmp / "data" / s.name).mkdir(parents=True, exist_ok=True)
-            (tmp / "data" / s.name / MANIFEST).write_bytes(s.manifest_bytes)
+            (tmp / s.name).mkdir(parents=True, exist_ok=True)
+            (tmp / s.name / MANIFEST).write_bytes(s.manifest_bytes)
             for src, repo_path, _ in s.files():
                 (tmp / repo_path).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(src, tmp / repo_path)
@@ -501,9 +499,7 @@ def repo_problems(repo_dir: Path | str, *, deep: bool = True) -> list[str]:
         manifest = manifests[name] = json.loads(mbytes)
         if _manifest_config_name(manifest) != name:
             problems.append(f"{c['manifest']}: describes {_manifest_config_name(manifest)!r}")
-        if [f["path"] for f in c["files"]] != [
-            f"data/{name}/{e['path']}" for e in manifest["files"]
-        ]:
+        if [f["path"] for f in c["files"]] != [f"{name}/{e['path']}" for e in manifest["files"]]:
             problems.append(f"{name}: data files do not match the manifest's file list")
             continue
         if sum(f["rows"] for f in c["files"]) != manifest["rows"] or c["rows"] != manifest["rows"]:
@@ -578,16 +574,18 @@ def _check_repo_id(repo_id: str) -> None:
 
 def commit_operations(repo_dir: Path | str, remote_files: Sequence[str] = ()) -> list:
     """The operations of the one commit that makes the repository equal the folder: an add
-    for every file, and a delete for each remote file under ``data/`` that the folder no
-    longer holds (other remote files, e.g. ``.gitattributes``, are left)."""
+    for every file, and a delete for each remote file of an earlier publish's config folder
+    (a top-level folder holding ``manifest.json``) that the folder no longer holds. Other
+    remote files (``.gitattributes``, anything a maintainer added) are left alone."""
     from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 
     repo = Path(repo_dir)
     local = sorted(p.relative_to(repo).as_posix() for p in repo.rglob("*") if p.is_file())
-    stale = sorted(set(remote_files) - set(local))
-    return [
-        CommitOperationDelete(path_in_repo=p) for p in stale if p.startswith(OWNED_PREFIXES)
-    ] + [CommitOperationAdd(path_in_repo=p, path_or_fileobj=str(repo / p)) for p in local]
+    ours = {p.split("/")[0] for p in remote_files if p.count("/") == 1 and p.endswith(MANIFEST)}
+    stale = sorted(p for p in set(remote_files) - set(local) if p.split("/")[0] in ours)
+    return [CommitOperationDelete(path_in_repo=p) for p in stale] + [
+        CommitOperationAdd(path_in_repo=p, path_or_fileobj=str(repo / p)) for p in local
+    ]
 
 
 def push_repo(
@@ -715,7 +713,7 @@ def config_folders(
 
     if local.exists():
         if (local / INDEX).is_file():
-            folders = [local / "data" / c["name"] for c in read_index(local)["configs"]]
+            folders = [local / c["name"] for c in read_index(local)["configs"]]
         else:
             folders = build.config_folders(local)
         selected = []
@@ -737,7 +735,7 @@ def config_folders(
                         repo_type="dataset",
                         revision=revision,
                         endpoint=endpoint,
-                        allow_patterns=[f"data/{name}/*" for name in chosen],
+                        allow_patterns=[f"{name}/*" for name in chosen],
                     )
                 )
             except Exception as exc:  # offline, gated, missing: one line for the user
@@ -746,7 +744,7 @@ def config_folders(
                     f"cannot download {', '.join(chosen)} of dataset {text!r} "
                     f"({type(exc).__name__}: {first[:160]}); give a local folder instead"
                 ) from None
-        selected = [root / "data" / name for name in chosen]
+        selected = [root / name for name in chosen]
     else:
         raise PhasebenchError(
             f"{text!r} is neither a folder nor a Hub dataset id (ORG/NAME); give a folder made "
@@ -850,7 +848,7 @@ def _publish(args: argparse.Namespace) -> int:
     index = read_index(out)
     for c in index["configs"]:
         mark = "  (default)" if c["name"] == index["default_config"] else ""
-        print(f"{out}/data/{c['name']}  {c['rows']} rows, {len(c['files'])} file(s){mark}")
+        print(f"{out}/{c['name']}  {c['rows']} rows, {len(c['files'])} file(s){mark}")
     print(f"{out}/{CARD}")
     if args.push:
         info = push_repo(

@@ -93,7 +93,7 @@ def test_folder_layout_and_config_names(repo, generated):
     for name in names:
         assert HUB_NAME.match(name), name
         assert name.endswith("_deepseek_v4")
-        folder = repo / "data" / name
+        folder = repo / name
         assert (folder / "manifest.json").read_bytes() == (
             originals[name] / "manifest.json"
         ).read_bytes()
@@ -253,7 +253,7 @@ def test_load_split_checks_tokenizer_and_content(repo, tmp_path):
 
     # a row changed after publishing (file and metadata rewritten) fails the content hashes
     copy = _copy(repo, tmp_path / "copy")
-    victim = sorted((copy / "data" / name).glob("*.parquet"))[0]
+    victim = sorted((copy / name).glob("*.parquet"))[0]
     table = pq.read_table(victim)
     rows = table.to_pylist()
     rows[0]["answer"] = "00000"
@@ -266,7 +266,7 @@ def test_published_configs_read_like_generated_ones(repo, generated):
     from phasebench.verify import verify_config
 
     folders = hub.config_folders(repo, family="kv", lengths=[512])
-    assert [f.relative_to(repo).as_posix() for f in folders] == ["data/kv_512_deepseek_v4"]
+    assert [f.relative_to(repo).as_posix() for f in folders] == ["kv_512_deepseek_v4"]
     assert len(hub.config_folders(repo)) == len(hub.read_index(repo)["configs"])
     assert hub.config_folders(generated, family="kv", lengths=[256]) == [generated / "kv_256"]
     assert len(hub.config_folders(generated, lengths=[256])) == 3  # kv, niah and code
@@ -316,7 +316,7 @@ def test_inconsistent_folder_is_refused(repo, tmp_path, tamper, problem, hub_ser
         path = bad / first["manifest"]
         path.write_text(path.read_text().replace('"seed": 0', '"seed": 1'))
     elif tamper == "extra_file":
-        (bad / "data" / "stray.parquet").write_bytes(b"x")
+        (bad / first["name"] / "stray.parquet").write_bytes(b"x")
     assert any(problem in p for p in hub.repo_problems(bad)), hub.repo_problems(bad)
     with pytest.raises(PhasebenchError, match="not a consistent dataset folder"):
         hub.push_repo(bad, "ORG/NAME", endpoint=hub_server.url, token="hf_test")
@@ -527,11 +527,22 @@ def _serve(monkeypatch, server: FakeHub) -> FakeHub:
     return server
 
 
+#: Files of an earlier publish on the stand-in: a config this publish lacks, and a shard that a
+#: config still published no longer has.
+STALE = [
+    "kv_1024_deepseek_v4/manifest.json",
+    "kv_1024_deepseek_v4/data-00000-of-00001.parquet",
+    "kv_256_deepseek_v4/data-00001-of-00002.parquet",
+]
+
+
 @pytest.fixture
 def hub_server(monkeypatch):
     server = _serve(
         monkeypatch,
-        FakeHub(existing=[".gitattributes", "data/old_1024/data-00000-of-00001.parquet"]),
+        FakeHub(
+            existing=[".gitattributes", "notes/keep.md", "kv_256_deepseek_v4/manifest.json", *STALE]
+        ),
     )
     yield server
     server.close()
@@ -560,8 +571,7 @@ def test_config_folders_from_a_hub_id_download_only_what_is_asked(
         if "/resolve/" in r["path"] and r["method"] == "GET"
     }
     assert fetched == {"phasebench.json"} | {
-        f"data/niah_512_deepseek_v4/{name}"
-        for name in ("manifest.json", "data-00000-of-00001.parquet")
+        f"niah_512_deepseek_v4/{name}" for name in ("manifest.json", "data-00000-of-00001.parquet")
     }
 
 
@@ -584,9 +594,9 @@ def test_push_is_one_commit_of_the_folder(repo, hub_server):
     lines = hub_server.commits[0]["lines"]
     lfs_paths = {x["value"]["path"] for x in lines if x["key"] == "lfsFile"}
     assert lfs_paths == {p for p in _tree(repo) if p.endswith(".parquet")}
-    # a stale data file from an earlier publish is deleted, other remote files are left alone
+    # files of an earlier publish's configs that this one lacks are deleted, others are left
     deleted = [x["value"]["path"] for x in lines if x["key"].startswith("deleted")]
-    assert deleted == ["data/old_1024/data-00000-of-00001.parquet"]
+    assert deleted == sorted(STALE)
 
 
 def test_push_from_cli_with_pull_request(generated, tmp_path, hub_server, monkeypatch, capsys):
