@@ -122,6 +122,18 @@ def _question_tokens(tok: PhaseTokenizer, spec: SplitSpec, content: NeedleConten
     return int(values[np.argmax(counts)])
 
 
+def key_token_offset(tok: PhaseTokenizer, needle: Needle) -> int:
+    """Index, among the tokens of ``needle.keyed`` encoded alone, of the token holding the key's
+    first character: 0 when the key opens ``keyed`` or its leading space joins the key's first
+    token (byte-level BPE), 1 when a tokenizer makes that space a token of its own (``▁``)."""
+    char = needle.keyed.index(needle.key)
+    offsets = tok.backend.encode(needle.keyed, add_special_tokens=False).offsets
+    for i, (start, end) in enumerate(offsets):
+        if start <= char < end:
+            return i
+    raise AssemblyError(f"no token of the needle {needle.keyed!r} holds its key's first character")
+
+
 def plan(spec: SplitSpec, tok: PhaseTokenizer, content: NeedleContent) -> NeedlePlan:
     """Lay out every base item of ``spec``: cheap (token counts of pool pieces only)."""
     _check_spec(spec)
@@ -175,7 +187,7 @@ def plan(spec: SplitSpec, tok: PhaseTokenizer, content: NeedleContent) -> Needle
         used = int(cum[m - 1]) if m else 0
         split = int(np.searchsorted(cum[:m], depths[b] * used, side="right")) if m else 0
         before = int(cum[split - 1]) if split else 0
-        y = tok.n_prefix + header_tokens + before + pad + lead_n
+        y = tok.n_prefix + header_tokens + before + pad + lead_n + key_token_offset(tok, needle)
         items.append(ItemPlan(b, needle, body, split, y, L - fixed - used))
     del mean_piece
     y = np.array([it.y for it in items])
