@@ -236,7 +236,7 @@ def test_load_dataset_gives_the_original_rows(repo, generated, tmp_path):
     assert default["id"] == [r["id"] for r in iter_rows(folder, ["id"])]
 
 
-def test_load_split_checks_tokenizer_and_content(repo, tmp_path):
+def test_load_split_checks_tokenizer_and_content(repo, tmp_path, deepseek_bos):
     from tokenizers import Tokenizer, models, pre_tokenizers
 
     name = hub.read_index(repo)["configs"][0]["name"]
@@ -248,6 +248,9 @@ def test_load_split_checks_tokenizer_and_content(repo, tmp_path):
     other.save(str(tmp_path / "tokenizer.json"))
     with pytest.raises(TokenizerError, match="was built for tokenizer 'deepseek-v4'"):
         hub.load_split(repo, name, tokenizer=str(tmp_path / "tokenizer.json"))
+    # the same tokenizer with a BOS before every prompt puts every anchor one token later
+    with pytest.raises(TokenizerError, match="generate it for this tokenizer instead"):
+        hub.load_split(repo, name, tokenizer=deepseek_bos)
     with pytest.raises(PhasebenchError, match="available: kv_256_deepseek_v4"):
         hub.load_split(repo, "kv_999_deepseek_v4")
 
