@@ -164,7 +164,7 @@ def _collect(generated: Sequence[Path | str]) -> list[_Source]:
     sources: dict[str, _Source] = {}
     for root in generated:
         for folder in build.config_folders(root):
-            manifest_bytes = (folder / "manifest.json").read_bytes()
+            manifest_bytes = (folder / MANIFEST).read_bytes()
             manifest = read_manifest(folder)
             name = _manifest_config_name(manifest)
             if name in sources:
@@ -449,7 +449,12 @@ def build_repo(
         validate_repo(tmp, deep=False)
         if out.exists():
             os.replace(out, old)
-        os.replace(tmp, out)
+        try:
+            os.replace(tmp, out)
+        except BaseException:
+            if old.exists():  # put the previous folder back rather than lose it
+                os.replace(old, out)
+            raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
         shutil.rmtree(old, ignore_errors=True)
@@ -460,13 +465,27 @@ def build_repo(
 
 
 def read_index(repo_dir: Path | str) -> dict:
+    """The folder's ``phasebench.json``, or a clear error if it has none (or a broken one)."""
     path = Path(repo_dir) / INDEX
     if not path.is_file():
         raise PhasebenchError(
             f"{str(repo_dir)!r} is not a phasebench dataset folder (no {INDEX}); "
             f"build one with `phasebench publish GENERATED_DIR --out REPO_DIR`"
         )
-    return json.loads(path.read_text(encoding="utf-8"))
+    try:
+        index = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise PhasebenchError(f"{path} is not valid JSON ({exc}); rebuild the folder") from None
+    if not isinstance(index, dict) or not isinstance(index.get("configs"), list):
+        raise PhasebenchError(f"{path} lists no configs; rebuild the folder")
+    return index
+
+
+def _folder_files(repo: Path) -> list[str]:
+    """Files of a repository folder, relative and sorted; hidden ones (``.git``, ``.cache``
+    of a clone or a download) are not part of the dataset."""
+    files = (p.relative_to(repo).as_posix() for p in repo.rglob("*") if p.is_file())
+    return sorted(f for f in files if not any(part.startswith(".") for part in f.split("/")))
 
 
 def repo_problems(repo_dir: Path | str, *, deep: bool = True) -> list[str]:
@@ -515,7 +534,7 @@ def repo_problems(repo_dir: Path | str, *, deep: bool = True) -> list[str]:
             problems += found
         if not problems:
             schemas[name] = pq.read_schema(repo / c["files"][0]["path"])
-    present = {p.relative_to(repo).as_posix() for p in repo.rglob("*") if p.is_file()}
+    present = set(_folder_files(repo))
     problems += [
         f"{p}: not part of the published configs" for p in sorted(present - expected_files)
     ]
@@ -540,7 +559,8 @@ def repo_problems(repo_dir: Path | str, *, deep: bool = True) -> list[str]:
         if files != [{"split": SPLIT, "path": [f["path"] for f in c["files"]]}]:
             problems.append(f"{CARD}: data_files of {c['name']!r} do not list its parquet files")
         info = infos.get(c["name"])
-        if info is None or info.splits[SPLIT].num_examples != c["rows"]:
+        split = (info.splits or {}).get(SPLIT) if info is not None else None
+        if split is None or split.num_examples != c["rows"]:
             problems.append(f"{CARD}: dataset_info of {c['name']!r} does not say {c['rows']} rows")
     if default != index["default_config"]:
         problems.append(f"{CARD}: default config is {default!r}, not {index['default_config']!r}")
@@ -580,7 +600,7 @@ def commit_operations(repo_dir: Path | str, remote_files: Sequence[str] = ()) ->
     from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 
     repo = Path(repo_dir)
-    local = sorted(p.relative_to(repo).as_posix() for p in repo.rglob("*") if p.is_file())
+    local = _folder_files(repo)
     ours = {p.split("/")[0] for p in remote_files if p.count("/") == 1 and p.endswith(MANIFEST)}
     stale = sorted(p for p in set(remote_files) - set(local) if p.split("/")[0] in ours)
     return [CommitOperationDelete(path_in_repo=p) for p in stale] + [

@@ -326,6 +326,15 @@ def test_inconsistent_folder_is_refused(repo, tmp_path, tamper, problem, hub_ser
     assert hub_server.requests == []  # refused before anything left the machine
 
 
+def test_hidden_files_of_a_clone_are_not_part_of_the_dataset(repo, tmp_path):
+    clone = _copy(repo, tmp_path / "clone")
+    (clone / ".git").mkdir()
+    (clone / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    assert hub.repo_problems(clone) == []
+    paths = [op.path_in_repo for op in hub.commit_operations(clone)]
+    assert paths == sorted(_tree(repo)) and not any(p.startswith(".") for p in paths)
+
+
 # -- the push, against a local Hub stand-in ---------------------------------------------------
 
 
