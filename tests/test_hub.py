@@ -24,7 +24,7 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 import pyarrow.parquet as pq  # noqa: E402
 import pytest  # noqa: E402
 
-from phasebench import hub  # noqa: E402
+from phasebench import build, hub  # noqa: E402
 from phasebench.build import generate, iter_rows, read_manifest  # noqa: E402
 from phasebench.cli import main  # noqa: E402
 from phasebench.errors import PhasebenchError, TokenizerError  # noqa: E402
@@ -271,6 +271,8 @@ def test_published_configs_read_like_generated_ones(repo, generated):
     folders = hub.config_folders(repo, family="kv", lengths=[512])
     assert [f.relative_to(repo).as_posix() for f in folders] == ["kv_512_deepseek_v4"]
     assert len(hub.config_folders(repo)) == len(hub.read_index(repo)["configs"])
+    # what reads generated output (the lm-eval tasks' dataset_path) reads the repository as is
+    assert build.config_folders(repo) == sorted(repo / n for n in _originals(generated))
     assert hub.config_folders(generated, family="kv", lengths=[256]) == [generated / "kv_256"]
     assert len(hub.config_folders(generated, lengths=[256])) == 3  # kv, niah and code
     original = _originals(generated)["kv_512_deepseek_v4"]
