@@ -48,6 +48,23 @@ if TYPE_CHECKING:
 
     from phasebench.tokenization import PhaseTokenizer
 
+__all__ = [
+    "build_repo",
+    "card_metadata",
+    "commit_operations",
+    "config_folders",
+    "hub_config_name",
+    "load_split",
+    "push_repo",
+    "read_index",
+    "register",
+    "render_card",
+    "repo_problems",
+    "size_category",
+    "tokenizer_slug",
+    "validate_repo",
+]
+
 SPLIT = "test"
 INDEX = "phasebench.json"
 CARD = "README.md"
