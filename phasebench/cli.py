@@ -16,9 +16,8 @@ def _generate(args: argparse.Namespace) -> int:
     from phasebench.specs import SplitSpec
 
     shard = parse_shard(args.shard) if args.shard else (0, 1)
-    extra = {}
-    if getattr(args, "haystack", None):
-        extra["haystack"] = args.haystack
+    if args.haystack and args.family != "niah":
+        raise PhasebenchError(f"'--haystack' is for the niah family only (got {args.family})")
     lengths = args.length or ([0] if args.family == "code" else [])
     specs = [
         SplitSpec(

@@ -58,6 +58,7 @@ def test_generate_verify_inspect_round_trip(tmp_path):
         (["--n-base", "0"], "'n_base' must be >= 1"),
         (["--n-base", "12"], "multiple of 'modulus'"),
         (["--shard", "3/2"], "--shard"),
+        (["--haystack", "prose.txt"], "niah family only"),
     ],
 )
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(args, message, tmp_path, capsys):
