@@ -185,3 +185,32 @@ def test_records_are_json_round_trippable():
     items = [[*it[:3], r, *it[4:]] for r, it in enumerate(items)]
     assert lmeval.aggregate(items, name="phase_gap") == 0.0
     assert np.isfinite(lmeval.aggregate(items, name="acc_worst_phase"))
+
+
+def test_chat_template_offset_relabels_phases(smollm2):
+    """With lm-eval's --apply_chat_template the model sees the template's prefix first; the
+    relabelled anchor must be the token that holds the key in the whole templated sequence."""
+    folder = smollm2.name
+    kwargs = {
+        "pretrained": folder,
+        "gguf_file": "SmolLM2-135M-Instruct.Q4_1.gguf",
+        "max_seq_lengths": [256],
+        "n_base": 8,
+        "phase_modulus": 4,
+    }
+    plain = lmeval.resolve_split("kv", **kwargs)
+    chat = lmeval.resolve_split("kv", **kwargs, apply_chat_template=True)
+    assert plain.anchor_offset == 0 and chat.anchor_offset > 10
+    tmpl = smollm2.hf.apply_chat_template(
+        [{"role": "user", "content": "\x00"}], tokenize=False, add_generation_prompt=True
+    )
+    before, after = tmpl.split("\x00")
+    for row in chat.rows[:4]:
+        ids = smollm2.hf.encode(before + row["prompt"] + after, add_special_tokens=False)
+        token = smollm2.hf.decode([ids[row["anchor_index"]]]).strip()
+        assert token and row["needle_key"].startswith(token), (token, row["needle_key"])
+        assert row["phase"] == row["anchor_index"] % 4
+        assert row["split_phase"] == (row["anchor_index"] - chat.anchor_offset) % 4
+    # a constant offset only relabels: each base item still has every phase exactly once
+    for b in {r["base_id"] for r in chat.rows}:
+        assert sorted(r["phase"] for r in chat.rows if r["base_id"] == b) == [0, 1, 2, 3]
