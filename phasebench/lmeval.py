@@ -201,33 +201,35 @@ def cached_config(spec: SplitSpec, tok: PhaseTokenizer, root: Path | None = None
     return final / spec.config_name
 
 
-def _prebuilt_folders(dataset_path: str, family: str, lengths: Sequence[int] | None) -> list[Path]:
-    """Config folders of ``family`` in a local folder or a (cached) Hub dataset repo."""
-    from phasebench.build import config_folders, read_manifest
+def prebuilt_folders(
+    dataset_path: str, family: str, lengths: Sequence[int] | None, tok: PhaseTokenizer
+) -> list[Path]:
+    """Config folders of ``family`` built for ``tok``, from a folder made by ``phasebench
+    generate`` or ``publish``, or a Hub dataset id (:func:`phasebench.hub.config_folders`).
 
-    path = Path(dataset_path).expanduser()
-    if not path.exists():
-        if dataset_path.startswith((".", "/", "~")) or dataset_path.count("/") != 1:
-            raise PhasebenchError(f"'dataset_path' {dataset_path!r} does not exist")
-        from huggingface_hub import snapshot_download
+    A published repository may hold the same family and length for several tokenizers; the
+    configs whose tokenizer fingerprint is this model's are taken. A length with none is refused
+    (never evaluated on another tokenizer's positions).
+    """
+    from phasebench import hub
+    from phasebench.build import read_manifest
+    from phasebench.verify import check_fingerprint
 
-        try:
-            path = Path(snapshot_download(dataset_path, repo_type="dataset"))
-        except Exception as exc:  # offline, missing repo, ...: one line for the user
-            raise PhasebenchError(
-                f"cannot fetch dataset {dataset_path!r} from the Hub ({type(exc).__name__}); "
-                f"pass a local folder made by `phasebench generate` instead"
-            ) from None
-    folders = [
-        f
-        for f in config_folders(path)
-        if read_manifest(f)["spec"]["family"] == family
-        and (lengths is None or read_manifest(f)["spec"]["length"] in lengths)
-    ]
-    if not folders:
+    candidates = hub.config_folders(dataset_path, family=family, lengths=lengths)
+    if not candidates:
         wanted = "" if lengths is None else f" at lengths {list(lengths)}"
         raise PhasebenchError(f"{dataset_path!r} holds no {family} config{wanted}")
-    return folders
+    by_length: dict[int, list[tuple[Path, dict]]] = {}
+    for folder in candidates:
+        manifest = read_manifest(folder)
+        by_length.setdefault(int(manifest["spec"]["length"]), []).append((folder, manifest))
+    chosen = []
+    for length in sorted(by_length):
+        mine = [f for f, m in by_length[length] if m["tokenizer"]["fingerprint"] == tok.fingerprint]
+        if not mine:
+            check_fingerprint(by_length[length][0][1], tok)  # raises the one-line refusal
+        chosen.extend(mine)
+    return chosen
 
 
 @dataclass(frozen=True)
@@ -244,14 +246,11 @@ def resolve_split(family: str, **kwargs: Any) -> LoadedSplit:
     """Find or build the configs a task run needs, check them against the model's tokenizer,
     and return their rows (phases relabelled for a chat template, see :func:`chat_offset`)."""
     from phasebench.build import iter_rows, read_manifest
-    from phasebench.verify import check_fingerprint
 
     name, args = _tokenizer_source(kwargs)
     tok = load_tokenizer(name, args)
     if kwargs.get("dataset_path"):
-        folders = _prebuilt_folders(str(kwargs["dataset_path"]), family, _lengths(kwargs))
-        for folder in folders:
-            check_fingerprint(read_manifest(folder), tok)
+        folders = prebuilt_folders(str(kwargs["dataset_path"]), family, _lengths(kwargs), tok)
     else:
         folders = [cached_config(spec, tok) for spec in split_specs(family, kwargs)]
     manifests = tuple(read_manifest(f) for f in folders)

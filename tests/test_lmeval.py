@@ -161,10 +161,33 @@ def test_prebuilt_split_checked_against_the_model_tokenizer(tmp_path):
         lmeval.resolve_split(
             "kv", pretrained="deepseek-v4", add_bos_token=False, dataset_path=str(out)
         )
-    with pytest.raises(PhasebenchError, match="holds no niah config"):
+    with pytest.raises(PhasebenchError, match="holds no config niah"):
         lmeval.resolve_split("niah", pretrained="deepseek-v4", dataset_path=str(out))
-    with pytest.raises(PhasebenchError, match="does not exist"):
+    with pytest.raises(PhasebenchError, match="neither a folder nor a Hub dataset id"):
         lmeval.resolve_split("kv", pretrained="deepseek-v4", dataset_path=str(tmp_path / "no"))
+
+
+def test_prebuilt_folder_with_several_tokenizers_takes_the_models(tmp_path):
+    """A published repository holds kv_256 for several tokenizers; the model's is chosen."""
+    from phasebench.build import generate
+    from phasebench.specs import SplitSpec
+
+    repo = tmp_path / "repo"
+    for slug, args in (("plain", ()), ("nobos", (("add_bos_token", "False"),))):
+        out = tmp_path / slug
+        generate([SplitSpec("kv", 256, n_base=16, tokenizer_args=args)], out, progress=False)
+        repo.mkdir(exist_ok=True)
+        (out / "kv_256").rename(repo / f"kv_256_{slug}")
+    nobos = lmeval.resolve_split(
+        "kv", pretrained="deepseek-v4", add_bos_token=False, dataset_path=str(repo)
+    )
+    assert [f.name for f in nobos.folders] == ["kv_256_nobos"]
+    plain = lmeval.resolve_split("kv", pretrained="deepseek-v4", dataset_path=str(repo))
+    assert [f.name for f in plain.folders] == ["kv_256_plain"]
+    with pytest.raises(TokenizerError, match="was built for tokenizer"):
+        lmeval.resolve_split(
+            "kv", pretrained="deepseek-v4", add_bos_token=True, dataset_path=str(repo)
+        )
 
 
 def test_relabel_shifts_phase_cyclically():

@@ -11,7 +11,7 @@ from lmeval_run import ROOT, make_tiny_llama, outputs, run
 from phasebench.harness import TASK_FAMILIES
 from phasebench.lmeval import SAMPLE_METRICS, phase_metric_names
 
-LENGTHS = [256, 512]
+LENGTHS = [128, 256]
 MODULUS = 4
 N_BASE = {"kv": 8, "niah": 8, "code": 2}
 ROW_FIELDS = ("id", "phase", "phase_modulus", "base_id", "anchor_index", "length", "prompt")
@@ -43,7 +43,7 @@ def group_run(tiny, tmp_path_factory):
             "--device",
             "cpu",
             "--batch_size",
-            "16",
+            "2",  # code scores full-vocabulary log-probs: 129K x prompt floats per row
             "--log_samples",
             "--output_path",
             str(work / "out"),
