@@ -43,7 +43,7 @@ def requested_families(tasks: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def model_max_length(model: str | None, model_args: Mapping[str, Any]) -> int:
+def model_max_length(model_args: Mapping[str, Any]) -> int:
     """The context length lm-eval's backend will use, read the way the backend reads it.
 
     ``max_length`` (hf) or ``max_model_len`` (vllm) when given; otherwise the model config's
@@ -80,14 +80,13 @@ def model_max_length(model: str | None, model_args: Mapping[str, Any]) -> int:
     return int(resolve_max_length(config, tok.hf, default=HF_DEFAULT_MAX_LENGTH))
 
 
-def generation_budget(family: str, rows: Sequence[Mapping[str, Any]], gen_kwargs: Any) -> int:
-    """Tokens a prompt may grow by: ``max_gen_toks`` (kv, niah) or the longest choice (code)."""
+def generation_budget(family: str, gen_kwargs: Mapping[str, Any] | None) -> int:
+    """Tokens the backend reserves after the prompt: ``max_gen_toks`` for kv and niah (the
+    YAML's 16 unless ``--gen_kwargs`` overrides it), the scored answer token for code."""
     if family == "code":
-        return 0  # rows' lengths already count the answer token that is scored (see guard)
-    if isinstance(gen_kwargs, Mapping) and gen_kwargs.get("max_gen_toks"):
+        return 1
+    if gen_kwargs and gen_kwargs.get("max_gen_toks"):
         return int(gen_kwargs["max_gen_toks"])
-    if isinstance(gen_kwargs, str) and "max_gen_toks=" in gen_kwargs:
-        return int(gen_kwargs.split("max_gen_toks=")[1].split(",")[0])
     return DEFAULT_MAX_GEN_TOKS
 
 
@@ -117,16 +116,15 @@ def prepare(ns: argparse.Namespace) -> None:
         if getattr(ns, "system_instruction", None):
             metadata["system_instruction"] = ns.system_instruction
         ns.metadata = metadata  # the tasks relabel phases for the templated sequence
-    max_length = model_max_length(ns.model, model_args)
+    max_length = model_max_length(model_args)
     for family in families:
         split = resolve_split(family, **(model_args | metadata))
-        if family == "code":
-            longest = max(int(r["anchor_index"]) + 1 for r in split.rows)
-        else:
-            longest = max(int(r["length"]) for r in split.rows) + split.anchor_offset
-        check_fits(
-            family, longest, generation_budget(family, split.rows, ns.gen_kwargs), max_length
+        # the prompt as the model receives it (code: the anchor is the prompt's token count)
+        key = "anchor_index" if family == "code" else "length"
+        longest = max(int(r[key]) for r in split.rows) + (
+            0 if family == "code" else split.anchor_offset
         )
+        check_fits(family, longest, generation_budget(family, ns.gen_kwargs), max_length)
 
 
 def run_eval(argv: Sequence[str]) -> int:
