@@ -254,10 +254,19 @@ def resolve_split(family: str, **kwargs: Any) -> LoadedSplit:
     else:
         folders = [cached_config(spec, tok) for spec in split_specs(family, kwargs)]
     manifests = tuple(read_manifest(f) for f in folders)
-    rows = [row for folder in folders for row in iter_rows(folder)]
+    per_config = [list(iter_rows(folder)) for folder in folders]
+    rows = [row for config_rows in per_config for row in config_rows]
     offset = 0
     if _truthy(kwargs.get("apply_chat_template")):
-        offset = chat_offset(tok, rows[0], kwargs.get("system_instruction"))
+        system = kwargs.get("system_instruction")
+        # measured on the first and last row of every config: the prefix must be constant
+        offsets = {chat_offset(tok, r, system) for c in per_config for r in (c[0], c[-1])}
+        if len(offsets) != 1:
+            raise TokenizerError(
+                f"the chat template of {tok.name!r} shifts prompts by different amounts "
+                f"({sorted(offsets)}); run without --apply_chat_template"
+            )
+        offset = offsets.pop()
         rows = [relabel(row, offset) for row in rows]
     return LoadedSplit(tuple(folders), manifests, rows, offset)
 
