@@ -142,6 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
 COMMAND_MODULES: tuple[str, ...] = (
     "phasebench.report",
     "phasebench.hub",
+    "phasebench.harness",
 )
 
 

@@ -1,0 +1,53 @@
+"""``phasebench tasks-dir`` / ``eval`` pieces that need no model run."""
+
+from __future__ import annotations
+
+import pytest
+from lmeval_run import make_tiny_llama
+
+from phasebench import harness
+from phasebench.cli import main
+from phasebench.errors import PhasebenchError
+
+
+def test_tasks_dir_prints_the_folder_with_the_yamls(capsys):
+    assert main(["tasks-dir"]) == 0
+    folder = capsys.readouterr().out.strip()
+    assert folder == harness.tasks_dir()
+    assert folder.endswith("tasks")
+    assert (harness.resource_dir("tasks") / "phasebench_kv.yaml").is_file()
+
+
+def test_requested_families():
+    assert harness.requested_families(["phasebench"]) == ["niah", "kv", "code"]
+    assert harness.requested_families(["hellaswag,phasebench_code", "phasebench_kv"]) == [
+        "code",
+        "kv",
+    ]
+    assert harness.requested_families(["hellaswag"]) == []
+
+
+def test_generation_budget():
+    assert harness.generation_budget("kv", None) == 16
+    assert harness.generation_budget("niah", {"max_gen_toks": 64, "temperature": 0}) == 64
+    assert harness.generation_budget("code", {"max_gen_toks": 64}) == 1
+
+
+def test_check_fits_boundary():
+    harness.check_fits("kv", 4080, 16, 4096)  # exactly full is fine
+    with pytest.raises(PhasebenchError, match=r"longest prompt \(4081 tokens\) plus 16"):
+        harness.check_fits("kv", 4081, 16, 4096)
+
+
+def test_model_max_length_read_like_the_backend(tmp_path):
+    tiny = make_tiny_llama(tmp_path / "tiny")
+    assert harness.model_max_length({"pretrained": str(tiny)}) == 2048  # config
+    assert harness.model_max_length({"pretrained": str(tiny), "max_length": 300}) == 300
+    assert harness.model_max_length({"max_model_len": 131200}) == 131200
+    with pytest.raises(PhasebenchError, match="pretrained=MODEL"):
+        harness.model_max_length({})
+
+
+def test_eval_refuses_a_second_include_path():
+    with pytest.raises(PhasebenchError, match="adds --include_path itself"):
+        harness.run_eval(["--tasks", "phasebench_kv", "--include_path", "/elsewhere"])
