@@ -140,7 +140,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 #: Modules that define ``register(subparsers)`` for the commands they own (one line each).
-COMMAND_MODULES: tuple[str, ...] = ()
+COMMAND_MODULES: tuple[str, ...] = (
+    "phasebench.leaderboard.commands",
+)
 
 
 def _extra_commands():
