@@ -141,6 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 #: Modules that define ``register(subparsers)`` for the commands they own (one line each).
 COMMAND_MODULES: tuple[str, ...] = (
+    "phasebench.report",
     "phasebench.leaderboard.commands",
 )
 
