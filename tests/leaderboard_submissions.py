@@ -105,7 +105,13 @@ def write_lmeval(folder: Path, records: list[dict], *, max_length: int = 4096, *
                 "doc_to_text": "{{prompt}}",
                 "output_type": "generate_until",
                 "generation_kwargs": {"until": ["\n"], "max_gen_toks": 16},
-                "metadata": {"version": 1.0, "max_seq_lengths": [records[0]["doc"]["length"]]},
+                "metadata": {
+                    "version": 1.0,
+                    "max_seq_lengths": [records[0]["doc"]["length"]],
+                    "n_base": 16,
+                    "phase_modulus": 8,
+                    "seed": 0,
+                },
             }
         },
         "n-samples": {TASK: {"original": len(records), "effective": len(records)}},

@@ -173,7 +173,9 @@ def submission_folders(root: Path) -> tuple[list[Path], list[Problem]]:
         shown = ascii(model_dir.name)[1:-1]
         if model_dir.is_symlink() or not model_dir.is_dir() or not MODEL_DIR.match(model_dir.name):
             problems.append(
-                Problem("path", shown, "expected a folder named ORG__MODEL (letters, digits, . _ -)")
+                Problem(
+                    "path", shown, "expected a folder named ORG__MODEL (letters, digits, . _ -)"
+                )
             )
             continue
         for rev_dir in sorted(model_dir.iterdir()):

@@ -46,7 +46,9 @@ def _build(args: argparse.Namespace) -> int:
     from phasebench.leaderboard.validate import validate_all
 
     _offline()
-    outcome = validate_all(Path(args.submissions), cache=args.cache, on_progress=_progress(args.quiet))
+    outcome = validate_all(
+        Path(args.submissions), cache=args.cache, on_progress=_progress(args.quiet)
+    )
     reported = None if args.no_reported else load_reported()
     board = score(outcome, reported)
     build_site(board, Path(args.out))

@@ -59,7 +59,9 @@ def pack(source: Path | str, out: Path | str, submission: Path | str | None = No
     if not source.is_dir():
         raise PhasebenchError(f"{str(source)!r} is not a folder of lm-eval output")
     candidates = [source, *sorted(p for p in source.iterdir() if p.is_dir())]
-    folder = next((c for c in candidates if any(RESULTS_NAME.match(p.name) for p in c.iterdir())), None)
+    folder = next(
+        (c for c in candidates if any(RESULTS_NAME.match(p.name) for p in c.iterdir())), None
+    )
     if folder is None:
         raise PhasebenchError(
             f"no results_*.json under {str(source)!r}; run lm-eval with --output_path and "

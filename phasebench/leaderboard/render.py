@@ -177,7 +177,9 @@ def render_site(board: Mapping[str, Any], out: Path) -> list[Path]:
     for name in sorted({r["board"] for r in board["rows"]}):
         members = [r for r in board["rows"] if r["board"] == name]
         slug = _slug(name)
-        write(f"plots/{slug}-average-vs-worst.svg", scatter_svg(members, f"{name}: average vs worst"))
+        write(
+            f"plots/{slug}-average-vs-worst.svg", scatter_svg(members, f"{name}: average vs worst")
+        )
         write(f"plots/{slug}-phases.svg", heatmap_svg(members, f"{name}: accuracy per phase"))
         boards.append({"name": name, "slug": slug})
 
@@ -196,7 +198,9 @@ def render_site(board: Mapping[str, Any], out: Path) -> list[Path]:
             write(f"plots/{stem}-profile.svg", phase_profile_svg(entry["summary"], title))
             item = {"entry": entry, "profile": f"../plots/{stem}-profile.svg", "strip": None}
             if entry["summary"].get("code"):
-                write(f"plots/{stem}-margins.svg", margin_strip_svg(entry["summary"]["code"], title))
+                write(
+                    f"plots/{stem}-margins.svg", margin_strip_svg(entry["summary"]["code"], title)
+                )
                 item["strip"] = f"../plots/{stem}-margins.svg"
             plots.append(item)
         write(page, env.get_template("model.html.j2").render(detail=detail, plots=plots, root=".."))

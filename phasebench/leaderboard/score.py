@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 import math
 import re
-from importlib import resources
 from collections.abc import Iterable, Mapping, Sequence
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +54,9 @@ def _pattern_keys(frame: pd.DataFrame) -> list[tuple]:
     """Pairing unit for the phase matrix. kv/niah: the base item. Code rows may hold several
     samples per (base item, phase) (a padding sweep longer than the modulus); the k-th one in
     padding order pairs with the k-th one of every other phase."""
-    order = frame.sort_values(["base_id", "phase", "pad_tokens"], na_position="first", kind="stable")
+    order = frame.sort_values(
+        ["base_id", "phase", "pad_tokens"], na_position="first", kind="stable"
+    )
     k = order.groupby(["base_id", "phase"]).cumcount()
     return list(zip(order["base_id"], k, strict=True)), order
 
@@ -76,8 +78,12 @@ def _code_strip(frame: pd.DataFrame) -> dict[str, Any]:
     """Margins per (item, padding style) against padding length, and the phase-lock rate."""
     from phasebench import stats
 
-    frame = frame.assign(pattern=frame["item_id"].astype(str) + "/" + frame["pad_style"].astype(str))
-    table = frame.pivot_table(index="pattern", columns="pad_tokens", values="margin", aggfunc="mean")
+    frame = frame.assign(
+        pattern=frame["item_id"].astype(str) + "/" + frame["pad_style"].astype(str)
+    )
+    table = frame.pivot_table(
+        index="pattern", columns="pad_tokens", values="margin", aggfunc="mean"
+    )
     table = table.sort_index().sort_index(axis=1)
     margins = table.to_numpy(dtype=float)
     return {
@@ -96,7 +102,10 @@ def _rank(rows: Sequence[dict], ci_key: str) -> list[int]:
     for row in rows:
         hi = row[ci_key][1] if row[ci_key][1] is not None else row[ci_key.removesuffix("_ci")]
         ranks.append(
-            1 + sum(1 for o in rows if o is not row and o[ci_key][0] is not None and o[ci_key][0] > hi)
+            1
+            + sum(
+                1 for o in rows if o is not row and o[ci_key][0] is not None and o[ci_key][0] > hi
+            )
         )
     return ranks
 
@@ -264,7 +273,10 @@ def reported_rows(data: Mapping[str, Any]) -> list[dict[str, Any]]:
                 f"{item['inputs']} inputs follow the period"
             )
         else:
-            detail = f"{item.get('errors')} errors of {item.get('inputs')} inputs; {item.get('note', '')}"
+            detail = (
+                f"{item.get('errors')} errors of {item.get('inputs')} inputs; "
+                f"{item.get('note', '')}"
+            )
         rows.append(
             row(model, "code completion (paper)", None, dominant_period=item.get("period"),
                 detail=detail)
@@ -333,7 +345,10 @@ def write_tables(board: Mapping[str, Any], out: Path) -> list[Path]:
     atomic_write_text(paths[0], json.dumps(board, indent=2, sort_keys=True, allow_nan=False) + "\n")
     flat = flat_table(board)
     atomic_write_text(paths[1], flat.to_csv(index=False, lineterminator="\n"))
-    for name, frame in (("leaderboard.parquet", flat), ("per_phase.parquet", per_phase_table(board))):
+    for name, frame in (
+        ("leaderboard.parquet", flat),
+        ("per_phase.parquet", per_phase_table(board)),
+    ):
         path = out / name
         tmp = path.with_name(f".{name}.tmp")
         frame.to_parquet(tmp, index=False)

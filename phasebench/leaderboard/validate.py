@@ -245,7 +245,9 @@ def _check_limit(task: str, path: Path, results: dict, n_logged: int) -> None:
     original, effective = counts.get("original"), counts.get("effective")
     for label, value in (("original", original), ("effective", effective)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise Refused("count", path, f"n-samples.{task}.{label} must be a count (got {value!r})")
+            raise Refused(
+                "count", path, f"n-samples.{task}.{label} must be a count (got {value!r})"
+            )
     if original != effective:
         raise Refused("limit", path, f"{task}: {effective} of {original} samples evaluated")
     if n_logged != effective:
@@ -262,7 +264,9 @@ def _check_sample_shape(rec: dict, path: Path, number: int) -> dict:
     for name in _INT_FIELDS:
         value = doc.get(name)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise Refused("count", path, f"sample {number}: doc.{name} must be >= 0 (got {value!r})")
+            raise Refused(
+                "count", path, f"sample {number}: doc.{name} must be >= 0 (got {value!r})"
+            )
     if doc["phase"] >= doc["phase_modulus"]:
         raise Refused("count", path, f"sample {number}: phase {doc['phase']} >= modulus")
     for name in ("doc_hash", "prompt_hash", "target_hash"):
@@ -308,7 +312,9 @@ def _spec_for(
         raise Refused("hash", path, f"{task} length {length}: no valid spec ({exc})") from None
 
 
-def expected_context(doc: Mapping[str, Any], config: Mapping[str, Any], tok: Any, chat: bool) -> str:
+def expected_context(
+    doc: Mapping[str, Any], config: Mapping[str, Any], tok: Any, chat: bool
+) -> str:
     """The context string lm-eval builds for a zero-shot phasebench doc (its prompt_hash input).
 
     The phasebench tasks use the row's prompt as the whole context. With a chat template the
@@ -401,29 +407,42 @@ def _check_task(
     missing = sorted(set(int(x) for x in lengths_wanted if isinstance(x, int)) - set(by_length))
     if missing:
         raise Refused("count", path, f"{task}: no samples for length(s) {missing}")
-    gen_budget = int((config.get("generation_kwargs") or {}).get("max_gen_toks", DEFAULT_MAX_GEN_TOKS))
+    gen_budget = int(
+        (config.get("generation_kwargs") or {}).get("max_gen_toks", DEFAULT_MAX_GEN_TOKS)
+    )
     rows_out: list[dict[str, Any]] = []
     longest = 0
     for length, indices in sorted(by_length.items()):
         spec = _spec_for([docs[i] for i in indices], length, results, task, raw.meta, path)
-        expected = regen.rows(spec, tok)
+        try:
+            expected = regen.rows(spec, tok)
+        except PhasebenchError as exc:
+            raise Refused(
+                "count", path, f"{task} length {length}: the samples name no complete split ({exc})"
+            ) from None
         seen: set[str] = set()
         for i in indices:
             rec, doc = records[i], docs[i]
             number = i + 1
             row = expected.get(doc["id"])
             if row is None:
-                raise Refused("hash", path, f"sample {number}: {ascii(doc['id'])} is not in the split")
+                raise Refused(
+                    "hash", path, f"sample {number}: {ascii(doc['id'])} is not in the split"
+                )
             if doc["id"] in seen:
                 raise Refused("count", path, f"sample {number}: {doc['id']} appears twice")
             seen.add(doc["id"])
             try:
                 full = _restore_doc(doc, rec, row)
             except KeyError as exc:
-                raise Refused("hash", path, f"sample {number}: cannot restore field {exc}") from None
+                raise Refused(
+                    "hash", path, f"sample {number}: cannot restore field {exc}"
+                ) from None
             for name, value in row.items():
                 if name in full and full[name] != value:
-                    raise Refused("hash", path, f"sample {number}: doc.{name} differs from the split")
+                    raise Refused(
+                        "hash", path, f"sample {number}: doc.{name} differs from the split"
+                    )
             if doc_hash(full) != rec["doc_hash"]:
                 raise Refused("hash", path, f"sample {number}: doc_hash does not match the split")
             if sha256_text(str(rec.get("target"))) != rec["target_hash"] or str(
@@ -433,12 +452,16 @@ def _check_task(
             context = expected_context(full, config, tok, chat)
             if sha256_text(context) != rec["prompt_hash"]:
                 raise Refused(
-                    "hash", path, f"sample {number}: prompt_hash does not match the regenerated prompt"
+                    "hash",
+                    path,
+                    f"sample {number}: prompt_hash does not match the regenerated prompt",
                 )
             try:
                 metrics = recompute_sample_metrics(full, rec)
             except (ValueError, TypeError, KeyError, IndexError) as exc:
-                raise Refused("metric", path, f"sample {number}: responses unusable ({exc})") from None
+                raise Refused(
+                    "metric", path, f"sample {number}: responses unusable ({exc})"
+                ) from None
             for name, value in metrics.items():
                 logged = rec.get(name)
                 if not isinstance(logged, int | float) or isinstance(logged, bool):
@@ -531,7 +554,11 @@ def _provenance(raw: RawSubmission, found: Mapping[str, tuple[Path, dict]]) -> d
         return text if VERSION_TEXT.match(text) else "unreadable"
 
     metadata = ((first.get("configs") or {}).get(next(iter(found))) or {}).get("metadata") or {}
-    md = {k: metadata[k] for k in ("max_seq_lengths", "phase_modulus", "n_base", "seed") if k in metadata}
+    md = {
+        k: metadata[k]
+        for k in ("max_seq_lengths", "phase_modulus", "n_base", "seed")
+        if k in metadata
+    }
     model_args = f"pretrained={raw.meta['model']},revision={raw.meta['revision']}"
     for name, value in sorted((raw.meta["tokenizer"].get("args") or {}).items()):
         if name != "revision":
@@ -574,7 +601,9 @@ def validate_submission(
     if extra:
         raise Refused("files", raw.samples[extra[0]][0], "samples of a task missing from results")
     try:
-        tok = regen.tokenizer(raw.meta["tokenizer"]["name"], raw.meta["tokenizer"].get("args") or {})
+        tok = regen.tokenizer(
+            raw.meta["tokenizer"]["name"], raw.meta["tokenizer"].get("args") or {}
+        )
     except PhasebenchError as exc:
         raise Refused("tokenizer", raw.folder / "submission.yaml", f"cannot load: {exc}") from None
     frames, longest = [], 0
@@ -584,7 +613,9 @@ def validate_submission(
         longest = max(longest, need)
     max_length = raw.meta.get("max_length")
     for _, results in raw.results:
-        if isinstance(results.get("max_length"), int) and not isinstance(results["max_length"], bool):
+        if isinstance(results.get("max_length"), int) and not isinstance(
+            results["max_length"], bool
+        ):
             max_length = results["max_length"]
     if max_length is None:
         raise Refused("max_length", raw.name, "give max_length in submission.yaml")
@@ -625,11 +656,20 @@ def validate_all(
             try:
                 outcome.accepted.append(validate_submission(read_submission(folder), tasks, regen))
             except Refused as exc:
-                outcome.refused.append((name, [exc.problem]))
+                outcome.refused.append((name, [_relative(exc.problem, root)]))
     finally:
         regen.close()
     _drop_superseded_and_duplicates(outcome)
     return outcome
+
+
+def _relative(problem: Problem, root: Path) -> Problem:
+    """Name files relative to the submissions folder (reports are published)."""
+    try:
+        shown = str(Path(problem.file).relative_to(root))
+    except ValueError:
+        shown = problem.file
+    return Problem(problem.rule, shown, problem.message)
 
 
 def _drop_superseded_and_duplicates(outcome: Outcome) -> None:

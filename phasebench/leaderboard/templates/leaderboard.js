@@ -17,10 +17,15 @@
     var rows = Array.prototype.slice.call(body.rows);
     rows.sort(function (a, b) {
       var x = cellValue(a, index, type), y = cellValue(b, index, type);
-      if (x === null && y === null) { return 0; }
+      if (x === null && y === null) {
+        return parseInt(a.getAttribute("data-order"), 10) - parseInt(b.getAttribute("data-order"), 10);
+      }
       if (x === null) { return 1; }   // missing values always last
       if (y === null) { return -1; }
       var c = x < y ? -1 : (x > y ? 1 : 0);
+      if (c === 0) {  // ties keep the published order (rank, then worst phase)
+        return parseInt(a.getAttribute("data-order"), 10) - parseInt(b.getAttribute("data-order"), 10);
+      }
       return descending ? -c : c;
     });
     rows.forEach(function (r) { body.appendChild(r); });
