@@ -120,17 +120,20 @@ def tiny_submission(work: Path, submissions: Path, lengths=(256,), n_base: int =
 
 
 def smollm2_submission(work: Path, submissions: Path, lengths=(1024,), n_base: int = 16) -> Path:
-    """SmolLM2-135M-Instruct (Q4_1 GGUF, dequantised by transformers) on kv and niah."""
+    """SmolLM2-135M-Instruct (Q4_1 GGUF, dequantised by transformers) on kv and niah at
+    ``lengths``, and on code (4 items x 4 padding styles x 16 padding lengths, no extra context)."""
     from phasebench.leaderboard.pack import pack
 
     work.mkdir(parents=True, exist_ok=True)
     folder = smollm2_folder()
+    model_args = f"pretrained={folder},gguf_file={SMOLLM2_GGUF},dtype=float32"
     run_lmeval(
         work,
-        f"pretrained={folder},gguf_file={SMOLLM2_GGUF},dtype=float32",
+        model_args,
         "phasebench_kv,phasebench_niah",
         {"max_seq_lengths": list(lengths), "n_base": n_base},
     )
+    run_lmeval(work, model_args, "phasebench_code", {"max_seq_lengths": [0], "n_base": 4})
     digest = hashlib.sha256((Path(folder) / SMOLLM2_GGUF).read_bytes()).hexdigest()[:40]
     meta = submission_meta(
         "HuggingFaceTB/SmolLM2-135M-Instruct",
