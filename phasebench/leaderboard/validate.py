@@ -565,7 +565,7 @@ def _gold_index(row: Mapping[str, Any]) -> int | None:
 
 
 def _longest_choice(tok: Any, choices: Iterable[str]) -> int:
-    return max(len(ids) for ids in tok.piece_ids([" " + c for c in choices]))
+    return max(len(ids) for ids in tok.piece_ids(list(choices)))
 
 
 def _check_aggregates(
@@ -718,6 +718,12 @@ def validate_all(
                 outcome.accepted.append(validate_submission(read_submission(folder), tasks, regen))
             except Refused as exc:
                 outcome.refused.append((name, [_relative(exc.problem, root)]))
+            except (KeyError, TypeError, ValueError, IndexError, AttributeError, OSError) as exc:
+                # content of a shape no rule anticipated: refuse this one, keep going
+                problem = Problem(
+                    "format", name, f"unexpected content ({type(exc).__name__}: {exc})"
+                )
+                outcome.refused.append((name, [problem]))
     finally:
         regen.close()
     _drop_superseded_and_duplicates(outcome)
