@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.server
 import os
@@ -16,6 +17,7 @@ from phasebench.leaderboard.render import build_site
 from phasebench.leaderboard.score import load_reported, score
 from phasebench.leaderboard.validate import validate_all
 
+ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
 ARGS = [
     "--no-sandbox",
@@ -41,36 +43,46 @@ def site(tmp_path_factory) -> Path:
     return tmp / "site"
 
 
-@pytest.fixture(scope="module")
-def server(site):
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
+@contextlib.contextmanager
+def serve(folder: Path):
+    """The site over HTTP on 127.0.0.1, from a thread."""
 
-    class Quiet(handler.func):
+    class Quiet(http.server.SimpleHTTPRequestHandler):
         def log_message(self, *args):
             pass
 
-    httpd = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(Quiet, directory=str(site))
-    )
+    handler = functools.partial(Quiet, directory=str(folder))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+@pytest.fixture(scope="module")
+def server(site):
+    with serve(site) as url:
+        yield url
+
+
+def _watch(page, server: str) -> tuple[list[str], list[str]]:
+    errors: list[str] = []
+    external: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("request", lambda r: external.append(r.url) if not r.url.startswith(server) else None)
+    return errors, external
 
 
 @pytest.mark.slow
-def test_site_in_chromium(server, tmp_path):
+def test_site_in_chromium(server):
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         page = browser.new_page(viewport={"width": 1280, "height": 800})
-        errors: list[str] = []
-        external: list[str] = []
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.on(
-            "request",
-            lambda r: external.append(r.url) if not r.url.startswith(server) else None,
-        )
+        errors, external = _watch(page, server)
         page.goto(f"{server}/index.html")
         page.wait_for_load_state("networkidle")
 
@@ -101,18 +113,43 @@ def test_site_in_chromium(server, tmp_path):
         page.fill("#text-filter", "")
         page.click("th[data-key=rank]")
 
-        # PHASEBENCH_SCREENSHOT=docs/leaderboard.png refreshes the README's picture.
-        target = os.environ.get("PHASEBENCH_SCREENSHOT")
-        screenshot = Path(target) if target else tmp_path / "leaderboard.png"
-        page.set_viewport_size({"width": 1280, "height": 560})
-        page.screenshot(path=str(screenshot))
-        assert screenshot.stat().st_size > 10_000
-
         page.click("text=acme/chunked-kv")
         page.wait_for_load_state("networkidle")
         image = page.locator("img.profile").first
         assert image.evaluate("img => img.complete && img.naturalWidth > 0")
         assert "phasebench eval" in page.locator("pre.command").inner_text()
+        assert not errors, errors
+        assert not external, external
+        browser.close()
+
+
+@pytest.mark.slow
+def test_shipped_examples_site_in_chromium(tmp_path):
+    """The site of the shipped example submissions (real runs): the SmolLM2 page shows its phase
+    profiles and its code margin strip. PHASEBENCH_SCREENSHOT=docs/leaderboard.png refreshes the
+    README's picture from this page."""
+    site = tmp_path / "site"
+    board = score(
+        validate_all(ROOT / "leaderboard" / "submissions", cache=tmp_path / "cache"),
+        load_reported(),
+    )
+    build_site(board, site)
+    with serve(site) as url, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 640})
+        errors, external = _watch(page, url)
+        page.goto(f"{url}/index.html")
+        page.wait_for_load_state("networkidle")
+        assert page.locator("tr.reported .badge").count() >= 5
+        target = os.environ.get("PHASEBENCH_SCREENSHOT")
+        screenshot = Path(target) if target else tmp_path / "leaderboard.png"
+        page.screenshot(path=str(screenshot))
+        assert screenshot.stat().st_size > 10_000
+        page.click("text=HuggingFaceTB/SmolLM2-135M-Instruct >> nth=0")
+        page.wait_for_load_state("networkidle")
+        for selector in ("img.profile", "img.strip"):
+            image = page.locator(selector).first
+            assert image.evaluate("img => img.complete && img.naturalWidth > 0"), selector
         assert not errors, errors
         assert not external, external
         browser.close()

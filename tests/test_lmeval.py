@@ -68,7 +68,9 @@ def test_process_results_generate():
 
 
 def test_process_results_code_margin():
-    doc = _doc("code", config_length=0, length=37, item_id="cast-0001", pad_style="eq", pad_tokens=9)
+    doc = _doc(
+        "code", config_length=0, length=37, item_id="cast-0001", pad_style="eq", pad_tokens=9
+    )
     out = lmeval.process_results(doc, [(-1.5, False), (-0.25, True)])
     assert out["margin"] == pytest.approx(-1.25)
     assert out["acc"] == 0.0
