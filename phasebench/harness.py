@@ -124,7 +124,9 @@ def prepare(ns: argparse.Namespace) -> None:
             longest = max(int(r["anchor_index"]) + 1 for r in split.rows)
         else:
             longest = max(int(r["length"]) for r in split.rows) + split.anchor_offset
-        check_fits(family, longest, generation_budget(family, split.rows, ns.gen_kwargs), max_length)
+        check_fits(
+            family, longest, generation_budget(family, split.rows, ns.gen_kwargs), max_length
+        )
 
 
 def run_eval(argv: Sequence[str]) -> int:

@@ -17,7 +17,7 @@ How lm-eval 0.4.13 calls into this module:
 
 Per length. lm-eval's results table is keyed by task and metric name only, and its aggregation
 functions see nothing but the list of per-sample values. Every phase aggregate therefore gets its
-per-sample value as a record ``(length, modulus, base_id, phase, acc, margin, pattern, pad)`` and
+per-sample value as a record ``(length, modulus, unit, phase, acc, margin, pad)`` and
 is reported twice: pooled over the requested lengths (``phase_gap``) and for each length
 (``phase_gap@4096``), a prompt contributing only to its own length. The key is built and parsed by
 :func:`metric_key`/:func:`parse_metric_key` alone; there are no placeholder values.
@@ -131,18 +131,35 @@ def _lengths(kwargs: Mapping[str, Any]) -> tuple[int, ...] | None:
         ) from None
 
 
+def _n_base(family: str, value: Any) -> int:
+    """``n_base`` is one number for every family or a mapping such as ``{"kv": 32, "code": 8}``
+    (code counts items, each swept over 4 padding styles x 16 lengths)."""
+    if isinstance(value, str) and value.strip().startswith("{"):
+        value = json.loads(value)
+    if isinstance(value, Mapping):
+        value = value.get(family)
+    if value is None:
+        return DEFAULT_N_BASE[family]
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise PhasebenchError(
+            f'\'n_base\' must be an integer or a mapping like {{"kv": 32, "code": 8}} '
+            f"(got {value!r})"
+        ) from None
+
+
 def split_specs(family: str, kwargs: Mapping[str, Any]) -> list[SplitSpec]:
     """The specs a task run asks for: one per length in ``max_seq_lengths``."""
     if family not in FAMILIES:
         raise PhasebenchError(f"'family' must be one of {', '.join(FAMILIES)} (got {family!r})")
     name, args = _tokenizer_source(kwargs)
-    n_base = kwargs.get("n_base")
     return [
         SplitSpec(
             family=family,  # type: ignore[arg-type]
             length=length,
             modulus=int(kwargs.get("phase_modulus", DEFAULT_MODULUS)),
-            n_base=int(n_base) if n_base is not None else DEFAULT_N_BASE[family],
+            n_base=_n_base(family, kwargs.get("n_base")),
             seed=int(kwargs.get("seed", 0)),
             tokenizer=name,
             tokenizer_args=tuple((k, str(v)) for k, v in args.items()),
@@ -256,7 +273,26 @@ def load_split(family: str, **kwargs: Any):
     import datasets
 
     split = resolve_split(family, **kwargs)
-    return datasets.DatasetDict({"test": datasets.Dataset.from_list(split.rows)})
+    dataset = datasets.DatasetDict({"test": datasets.Dataset.from_list(split.rows)})
+    dataset.phasebench_provenance = provenance(split)  # PhaseTask files it under metadata
+    return dataset
+
+
+def provenance(split: LoadedSplit) -> list[dict]:
+    """What identifies the prompts of a run: per config its content hash, generator version,
+    tokenizer fingerprint and spec, plus the chat-template offset applied to the phases."""
+    return [
+        {
+            "config": m["config"],
+            "content_hash": m["content_hash"],
+            "generator_version": m["generator_version"],
+            "phasebench_version": m["phasebench_version"],
+            "tokenizer_fingerprint": m["tokenizer"]["fingerprint"],
+            "spec": m["spec"],
+            "anchor_offset": split.anchor_offset,
+        }
+        for m in split.manifests
+    ]
 
 
 def _truthy(value: Any) -> bool:
@@ -319,16 +355,22 @@ def answer_matches(response: str, answer: str) -> bool:
     return bool(answer) and response.lstrip().startswith(answer)
 
 
+def paired_unit(doc: Mapping[str, Any]) -> str:
+    """What is paired across phases: a base item (kv, niah) or an (item, padding style)
+    sweep (code, whose 16 padding lengths visit each phase 16/P times)."""
+    if doc["family"] == "code":
+        return f"{doc['item_id']}/{doc['pad_style']}"
+    return str(doc["base_id"])
+
+
 def _record(doc: Mapping[str, Any], acc: float, margin: float | None) -> tuple:
-    pattern = f"{doc.get('item_id', doc['base_id'])}/{doc.get('pad_style', '')}"
     return (
         config_length(doc),
         int(doc["phase_modulus"]),
-        int(doc["base_id"]),
+        paired_unit(doc),
         int(doc["phase"]),
         acc,
         margin,
-        pattern,
         int(doc.get("pad_tokens", 0)),
     )
 
@@ -364,21 +406,29 @@ def process_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str,
 
 @functools.lru_cache(maxsize=64)
 def _summaries(records: tuple[tuple, ...]) -> dict[str, float]:
-    """Every phase aggregate of one set of records, computed once (lm-eval asks per metric)."""
+    """Every phase aggregate of one set of records, computed once (lm-eval asks per metric).
+
+    A paired unit is one unit at one length, so pooled lengths stack their units. A unit seen
+    more than once at a phase (code: 16 padding lengths over P phases) enters as its mean there.
+    """
+    import pandas as pd
+
     from phasebench import stats
 
-    arr = np.array([r[:6] for r in records], dtype=object)
-    lengths, mods = arr[:, 0].astype(int), arr[:, 1].astype(int)
-    if len(set(mods.tolist())) != 1:
+    frame = pd.DataFrame.from_records(
+        records, columns=["length", "modulus", "unit", "phase", "acc", "margin", "pad"]
+    )
+    if frame["modulus"].nunique() != 1:
         raise PhasebenchError("cannot pool rows built with different phase moduli")
-    modulus = int(mods[0])
-    # a paired unit is one base item at one length: pooled lengths stack their units
-    units = [f"{length}/{b}" for length, b in zip(lengths, arr[:, 2], strict=True)]
-    unit_ids = {u: i for i, u in enumerate(dict.fromkeys(units))}
-    base = np.array([unit_ids[u] for u in units])
-    phases = arr[:, 3].astype(int)
-    acc = arr[:, 4].astype(float)
-    summary = stats.summarize(stats.phase_matrix(base, phases, acc, modulus), binary=True)
+    modulus = int(frame["modulus"].iloc[0])
+    frame["unit"] = frame["length"].astype(str) + "/" + frame["unit"]
+    cells = frame.groupby(["unit", "phase"], as_index=False)[["acc", "margin"]].mean()
+
+    def matrix(column: str) -> np.ndarray:
+        return stats.phase_matrix(cells["unit"], cells["phase"], cells[column], modulus)
+
+    binary = bool(cells["acc"].isin([0.0, 1.0]).all())
+    summary = stats.summarize(matrix("acc"), binary=binary)
     out = {
         "acc": summary.acc,
         "acc_ci_low": summary.acc_ci[0],
@@ -392,24 +442,22 @@ def _summaries(records: tuple[tuple, ...]) -> dict[str, float]:
     }
     for entry in summary.per_phase:
         out[f"acc_phase_{entry['phase']}"] = entry["acc"]
-    if arr[0, 5] is not None:
-        margins = arr[:, 5].astype(float)
-        per_phase = stats.phase_matrix(base, phases, margins, modulus)
-        margin_per_phase = np.nanmean(per_phase, axis=0)
+    if frame["margin"].notna().all():
+        margin_per_phase = np.nanmean(matrix("margin"), axis=0)
         out["margin"] = float(np.mean(margin_per_phase))
         out["margin_worst_phase"] = float(np.min(margin_per_phase))
-        out["phase_lock_rate"] = _lock_rate(records, DEFAULT_LOCK_STRIDE)
+        out["phase_lock_rate"] = _lock_rate(frame, DEFAULT_LOCK_STRIDE)
     return {k: float(v) for k, v in out.items()}
 
 
-def _lock_rate(records: Sequence[tuple], stride: int) -> float:
-    """``stats.phase_lock_rate`` over (length, item, padding style) patterns, in pad order."""
+def _lock_rate(frame, stride: int) -> float:
+    """``stats.phase_lock_rate`` over the padding sweeps, each in increasing padding order."""
     from phasebench import stats
 
-    patterns: dict[tuple, dict[int, float]] = {}
-    for length, _, _, _, _, margin, pattern, pad in records:
-        patterns.setdefault((length, pattern), {})[pad] = margin
-    rows = [[by_pad[p] for p in sorted(by_pad)] for by_pad in patterns.values()]
+    rows = [
+        group.sort_values("pad")["margin"].to_numpy(dtype=float)
+        for _, group in frame.groupby("unit", sort=True)
+    ]
     width = min(len(r) for r in rows)
     return stats.phase_lock_rate(np.array([r[:width] for r in rows]), stride)
 
@@ -427,6 +475,9 @@ class _PhaseTaskBase:
         config = {k: v for k, v in (config or {}).items() if k != "class"}
         super().__init__(*args, config=config, **kwargs)  # type: ignore[call-arg]
         docs = self.dataset[self.config.test_split]  # type: ignore[attr-defined]
+        # results JSON -> configs -> <task> -> metadata -> phasebench: the exact prompts used
+        origin = getattr(self.dataset, "phasebench_provenance", [])  # type: ignore[attr-defined]
+        self.config.metadata["phasebench"] = origin  # type: ignore[attr-defined]
         family = docs[0]["family"]
         modulus = int(docs[0]["phase_modulus"])
         lengths = sorted({config_length(d) for d in docs})

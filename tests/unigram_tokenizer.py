@@ -26,7 +26,7 @@ def corpus() -> list[str]:
     spec = SplitSpec(family="code", length=0, n_base=64)
     for i in range(64):
         family = code.FAMILIES[i % len(code.FAMILIES)]
-        values = code._DRAW[family](derive_rng(1, "corpus", i))
+        values = code._DRAW[family](derive_rng(1, "corpus", i), i % 3 == 0)
         lines += list(code.render_item(family, values))
     lines += code.filler_pool(rng, 300)
     lines += [char * n for char in "=-#*" for n in (1, 2, 3, 4, 6, 8, 12, 16)] * 20

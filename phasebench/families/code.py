@@ -5,7 +5,11 @@ A prompt is a Python file that ends exactly at a completion point whose right an
 
     padding block | item definitions | unrelated code (about L tokens; none when L = 0) | item use
 
-Only the padding block changes between the rows of one (item, padding style) unit: a docstring of
+Seams are placed where no pre-tokenizer joins across them: the padding block ends with one newline
+and the definitions open with a letter; every other piece ends with a letter or digit, and blank
+lines open the next one (a whitespace run split over a seam tokenizes differently alone than
+joined on GPT-2-style tokenizers; DeepSeek's glues newlines to punctuation). Only the
+padding block changes between the rows of one (item, padding style) unit: a docstring of
 ``=`` or a comment banner of ``-``, ``#`` or ``*``, swept over 16 lengths that grow by exactly one
 token per step. The step is measured on this tokenizer (``========`` can be one token, so a
 character is not a token), the seams between the blocks are proved additive with
@@ -14,7 +18,8 @@ character is not a token), the seams between the blocks are proved additive with
 Items come from the jinja2 templates under ``generators/code/<family>/`` (``defs.j2``, ``use.j2``),
 with identifiers and constants drawn per item. An item whose right answer or distractor is not a
 single token in the context of its prompt, or that repeats an earlier item, is redrawn from the
-next stream of the same item; the manifest reports how many were.
+next stream of the same item (after :data:`NARROW_AFTER` failures with single-digit answers only,
+for tokenizers that split numbers into digits); the manifest reports how many were.
 
 Phase: the anchor is the first answer token, at index ``length`` (the prompt's token count). The 16
 consecutive lengths of a unit cover every phase equally often for any modulus dividing 16, and
@@ -36,7 +41,7 @@ import yaml
 
 from phasebench import templates
 from phasebench.errors import AssemblyError, SpecError
-from phasebench.placement import EXTRA_MULTIPLES, TOLERANCE, assign_residues, phase_stats
+from phasebench.placement import TOLERANCE, assign_residues, phase_stats
 from phasebench.rng import derive_rng
 from phasebench.specs import SplitSpec
 from phasebench.tokenization import PhaseTokenizer, check_seams
@@ -45,16 +50,19 @@ from phasebench.tokenization import PhaseTokenizer, check_seams
 FAMILIES = ("cast", "bits", "block", "heads")
 #: Padding styles: (name, line prefix, repeated character, opening, closing).
 STYLES = (
-    ("docstring_eq", "", "=", '"""\n', '\n"""\n\n'),
-    ("comment_dash", "# ", "-", "", "\n\n"),
-    ("comment_hash", "", "#", "", "\n\n"),
-    ("comment_star", "# ", "*", "", "\n\n"),
+    ("docstring_eq", "", "=", '"""\n', '\n"""\n'),
+    ("comment_dash", "# ", "-", "", "\n"),
+    ("comment_hash", "", "#", "", "\n"),
+    ("comment_star", "# ", "*", "", "\n"),
 )
 STYLE_NAMES = tuple(s[0] for s in STYLES)
 #: Padding lengths per unit, one token apart.
 SWEEP = 16
 #: Streams tried per item before the template family is declared unusable for the tokenizer.
 MAX_ATTEMPTS = 64
+#: From this attempt on, an item draws single-digit answers only (``FP8`` vs ``FP4``, 8 heads vs
+#: 2): tokenizers that split numbers into digits (Llama, SmolLM2) cannot score ``32`` as one token.
+NARROW_AFTER = 8
 #: Longest padding block searched, in characters.
 MAX_PAD_CHARS = 1 << 13
 #: Padding lengths measured per tokenizer call.
@@ -97,14 +105,24 @@ class PadTable:
         return pad_block(self.style, self.chars[i])
 
 
+_PAD_TABLES: dict[tuple[str, str], PadTable] = {}
+
+
 def build_pad_table(tok: PhaseTokenizer, style: str, n_tokens: int) -> PadTable:
     """Measure block token counts for growing character counts and keep, from the shortest
     block on, the first longer block that has exactly one token more, ``n_tokens`` times.
-    Counts are measured in windows of :data:`PAD_WINDOW` lengths (long runs encode slowly)."""
-    first = int(tok.count([pad_block(style, 1)])[0])
-    chars, lo = [1], 2  # lo: the shortest length not measured yet past the last kept one
+
+    Counts are measured in windows of :data:`PAD_WINDOW` lengths; long runs of one character
+    encode slowly, so tables are kept per tokenizer fingerprint and extended on demand (a pure
+    cache: the table is a function of the tokenizer and the style)."""
+    key = (tok.fingerprint, style)
+    table = _PAD_TABLES.get(key)
+    if table is None:
+        table = PadTable(style, int(tok.count([pad_block(style, 1)])[0]), (1,))
+    chars = list(table.chars)
+    lo = chars[-1] + 1  # the shortest length not measured yet past the last kept one
     while len(chars) < n_tokens:
-        want = first + len(chars)
+        want = table.first + len(chars)
         found = None
         while found is None and lo <= MAX_PAD_CHARS:
             lengths = np.arange(lo, lo + PAD_WINDOW)
@@ -121,7 +139,10 @@ def build_pad_table(tok: PhaseTokenizer, style: str, n_tokens: int) -> PadTable:
             )
         chars.append(found)
         lo = found + 1
-    return PadTable(style, first, tuple(chars))
+    if len(chars) > len(table.chars):
+        table = PadTable(style, table.first, tuple(chars))
+        _PAD_TABLES[key] = table
+    return PadTable(style, table.first, table.chars[:n_tokens])
 
 
 # -- items --------------------------------------------------------------------------------------
@@ -141,10 +162,16 @@ def _pick(rng: np.random.Generator, options: Sequence, k: int | None = None):
     return [options[int(i)] for i in rng.choice(len(options), size=k, replace=False)]
 
 
-def _draw_cast(rng: np.random.Generator) -> dict:
+def _draw_cast(rng: np.random.Generator, narrow: bool) -> dict:
     n = names()
-    right, distractor = _pick(rng, [(8, 32), (8, 16), (16, 32)])
-    dtypes = {8: ("float8_e4m3fn", "float8_e5m2"), 16: ("float16", "bfloat16"), 32: ("float32",)}
+    pairs = [(8, 4), (4, 8)] if narrow else [(8, 32), (8, 16), (16, 32)]
+    right, distractor = _pick(rng, pairs)
+    dtypes = {
+        4: ("float4_e2m1fn",),
+        8: ("float8_e4m3fn", "float8_e5m2"),
+        16: ("float16", "bfloat16"),
+        32: ("float32",),
+    }
     a, out, acc = _pick(rng, n["tensor"], 3)
     return {
         "right": right,
@@ -165,9 +192,9 @@ def _draw_cast(rng: np.random.Generator) -> dict:
     }
 
 
-def _draw_bits(rng: np.random.Generator) -> dict:
+def _draw_bits(rng: np.random.Generator, narrow: bool) -> dict:
     n = names()
-    right, distractor = _pick(rng, [8, 16, 32], 2)
+    right, distractor = _pick(rng, [2, 4, 8] if narrow else [4, 8, 16, 32], 2)
     prefix, other = _pick(rng, ["WEIGHT", "ACT", "KV", "GRAD", "SCALE", "INDEX", "CODE"], 2)
     x, q = _pick(rng, n["word"], 2)
     return {
@@ -175,7 +202,7 @@ def _draw_bits(rng: np.random.Generator) -> dict:
         "distractor": distractor,
         "prefix": prefix,
         "other": other,
-        "other_use": _pick(rng, ["debug dumps", "legacy checkpoints", "the reference path"]),
+        "other_use": _pick(rng, ["debug dumps", "legacy checkpoints", "reference path"]),
         "fn": f"quantize_{_pick(rng, n['word'])}",
         "x": x,
         "q": q,
@@ -183,22 +210,34 @@ def _draw_bits(rng: np.random.Generator) -> dict:
     }
 
 
-def _draw_block(rng: np.random.Generator) -> dict:
+BLOCK_NAMES = (
+    ("BLOCK_M", "BLOCK_N"),
+    ("BLOCK_ROWS", "BLOCK_COLS"),
+    ("TILE_M", "TILE_N"),
+    ("BLOCK_SIZE_M", "BLOCK_SIZE_N"),
+    ("BM", "BN"),
+    ("BLOCK_Q", "BLOCK_KV"),
+)
+
+
+def _draw_block(rng: np.random.Generator, narrow: bool) -> dict:
+    """Asks a tile size (16..256), or, narrowed, the warp count against the stage count."""
     n = names()
-    right, distractor = _pick(rng, [16, 32, 64, 128, 256], 2)
-    pair = _pick(
-        rng,
-        [("BLOCK_M", "BLOCK_N"), ("BLOCK_ROWS", "BLOCK_COLS"), ("TILE_M", "TILE_N"),
-         ("BLOCK_SIZE_M", "BLOCK_SIZE_N"), ("BM", "BN"), ("BLOCK_Q", "BLOCK_KV")],
-    )  # fmt: skip
+    bm_val, bn_val = _pick(rng, [16, 32, 64, 128, 256], 2)
+    warps, stages = _pick(rng, [2, 3, 4, 8], 2)
+    pair = _pick(rng, BLOCK_NAMES)
     bm, bn = pair if rng.random() < 0.5 else pair[::-1]
     return {
-        "right": right,
-        "distractor": distractor,
+        "right": warps if narrow else bm_val,
+        "distractor": stages if narrow else bn_val,
+        "asks": "warps" if narrow else "bm",
         "bm": bm,
         "bn": bn,
+        "bm_val": bm_val,
+        "bn_val": bn_val,
+        "warps": warps,
+        "stages": stages,
         "gpu": _pick(rng, n["gpu"]),
-        "warps": _pick(rng, [2, 4, 8]),
         "fn": f"{_pick(rng, n['verb'])}_{_pick(rng, n['op'])}_config",
     }
 
@@ -207,9 +246,10 @@ KV_CLASSES = ("KVCache", "PagedKVCache", "StaticCache")
 Q_CLASSES = ("QueryBuffer", "ScoreBuffer")
 
 
-def _draw_heads(rng: np.random.Generator) -> dict:
+def _draw_heads(rng: np.random.Generator, narrow: bool) -> dict:
     n = names()
-    heads, kv_heads = _pick(rng, [16, 32, 64]), _pick(rng, [1, 2, 4, 8])
+    heads = 8 if narrow else _pick(rng, [16, 32, 64])
+    kv_heads = _pick(rng, [1, 2, 4] if narrow else [1, 2, 4, 8])
     head_dim = _pick(rng, [64, 128])
     asks_kv = rng.random() < 0.5
     return {
@@ -234,7 +274,7 @@ _DRAW = {"cast": _draw_cast, "bits": _draw_bits, "block": _draw_block, "heads": 
 class Item:
     index: int
     family: str
-    defs: str  # definitions the answer depends on; ends with two blank lines
+    defs: str  # definitions the answer depends on
     use: str  # the code that ends exactly at the completion point
     right: str
     distractor: str
@@ -267,7 +307,8 @@ def draw_items(spec: SplitSpec, tok: PhaseTokenizer) -> tuple[list[Item], Counte
     for i in range(spec.n_base):
         family = FAMILIES[i % len(FAMILIES)]
         for attempt in range(MAX_ATTEMPTS):
-            values = _DRAW[family](derive_rng(spec.seed, "code", "item", i, attempt))
+            narrow = attempt >= NARROW_AFTER
+            values = _DRAW[family](derive_rng(spec.seed, "code", "item", i, attempt), narrow)
             defs, use = render_item(family, values)
             right, distractor = str(values["right"]), str(values["distractor"])
             if defs + use in seen:
@@ -439,7 +480,6 @@ def plan(spec: SplitSpec, tok: PhaseTokenizer) -> CodePlan:
     check_spec(spec, tok)
     P, L = spec.modulus, spec.length
     items, replacements = draw_items(spec, tok)
-    pads = {s: build_pad_table(tok, s, P * EXTRA_MULTIPLES + SWEEP) for s in STYLE_NAMES}
     pool = filler_pool(derive_rng(spec.seed, "code", L, "filler-pool"), filler_pool_size(L))
     pool_counts = tok.count(pool) if pool else np.zeros(0, dtype=np.int64)
     if L and pool_counts.sum() < L:
@@ -456,14 +496,17 @@ def plan(spec: SplitSpec, tok: PhaseTokenizer) -> CodePlan:
         defs_n, use_n = tok.count([item.defs, item.use])
         item_tokens.append(int(defs_n + use_n + pool_counts[chosen].sum()))
     item_tokens_arr = np.array(item_tokens, dtype=np.int64)
-    firsts = np.tile([pads[s].first for s in STYLE_NAMES], len(items))
-    y = np.repeat(item_tokens_arr, len(STYLE_NAMES)) + tok.n_prefix + firsts
+    shortest = np.array([build_pad_table(tok, s, 1).first for s in STYLE_NAMES])
+    y = np.repeat(item_tokens_arr, len(STYLE_NAMES)) + tok.n_prefix + np.tile(shortest, len(items))
     assignment = assign_residues(y, P, derive_rng(spec.seed, "code", L, "residues"))
     if assignment.deviation > TOLERANCE:
         raise AssemblyError(
             f"could not match anchor statistics across phases within {TOLERANCE} tokens "
             f"(best {assignment.deviation:.2f}); use more items (--n-base)"
         )
+    # measure each style's padding only as far as this config's sweeps reach
+    reach = assignment.extra.reshape(len(items), len(STYLE_NAMES)).max(axis=0) + SWEEP
+    pads = {s: build_pad_table(tok, s, int(n)) for s, n in zip(STYLE_NAMES, reach, strict=True)}
     return CodePlan(
         spec=spec,
         tok=tok,
