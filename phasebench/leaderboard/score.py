@@ -50,49 +50,57 @@ def page_name(sub: Submission) -> str:
     return f"models/{sub.name.replace('/', '__')[:160]}.html"
 
 
-def _pattern_keys(frame: pd.DataFrame) -> list[tuple]:
-    """Pairing unit for the phase matrix. kv/niah: the base item. Code rows may hold several
-    samples per (base item, phase) (a padding sweep longer than the modulus); the k-th one in
-    padding order pairs with the k-th one of every other phase."""
-    order = frame.sort_values(
-        ["base_id", "phase", "pad_tokens"], na_position="first", kind="stable"
+def _cells(frame: pd.DataFrame) -> pd.DataFrame:
+    """One value per (paired unit, phase), the convention of the tasks' own aggregation
+    (``phasebench.lmeval.paired_unit``): kv/niah pair a base item across phases; code pairs an
+    (item, padding style) sweep, whose padding lengths visit each phase several times and enter
+    as their mean there."""
+    code = frame["item_id"].notna() & frame["pad_style"].notna()
+    unit = (
+        frame["base_id"]
+        .astype(str)
+        .where(~code, frame["item_id"].astype(str) + "/" + frame["pad_style"].astype(str))
     )
-    k = order.groupby(["base_id", "phase"]).cumcount()
-    return list(zip(order["base_id"], k, strict=True)), order
+    return (
+        frame.assign(unit=unit)
+        .groupby(["unit", "phase"], as_index=False, sort=True)[["acc", "margin"]]
+        .mean()
+    )
 
 
 def summarize_board(frame: pd.DataFrame, modulus: int) -> dict[str, Any]:
     """PhaseSummary (as JSON) of one submission's samples for one (task, length)."""
     from phasebench import stats
 
-    keys, order = _pattern_keys(frame)
-    matrix = stats.phase_matrix(keys, order["phase"].tolist(), order["acc"].tolist(), modulus)
-    summary = stats.summarize(matrix, binary=True, n_boot=N_BOOT, n_perm=N_PERM, seed=SEED)
+    cells = _cells(frame)
+    binary = bool(cells["acc"].isin([0.0, 1.0]).all())
+    matrix = stats.phase_matrix(cells["unit"], cells["phase"], cells["acc"], modulus)
+    summary = stats.summarize(matrix, binary=binary, n_boot=N_BOOT, n_perm=N_PERM, seed=SEED)
     out = summary.to_dict()
-    if order["margin"].notna().any():
-        out["code"] = _code_strip(order)
+    if frame["margin"].notna().any():
+        out["code"] = _code_strip(frame)
     return out
 
 
 def _code_strip(frame: pd.DataFrame) -> dict[str, Any]:
-    """Margins per (item, padding style) against padding length, and the phase-lock rate."""
+    """Margin per (item, padding style) sweep against padding step (each sweep in increasing
+    padding order, as ``phasebench.lmeval`` reads it), and the phase-lock rate at stride 4."""
     from phasebench import stats
 
-    frame = frame.assign(
-        pattern=frame["item_id"].astype(str) + "/" + frame["pad_style"].astype(str)
-    )
-    table = frame.pivot_table(
-        index="pattern", columns="pad_tokens", values="margin", aggfunc="mean"
-    )
-    table = table.sort_index().sort_index(axis=1)
-    margins = table.to_numpy(dtype=float)
+    code = frame[frame["margin"].notna()]
+    patterns, rows = [], []
+    for (item, style), group in code.groupby(["item_id", "pad_style"], sort=True):
+        patterns.append(f"{item}/{style}")
+        rows.append(group.sort_values("pad_tokens")["margin"].to_numpy(dtype=float))
+    width = min(len(r) for r in rows)
+    margins = np.array([r[:width] for r in rows])
     return {
-        "patterns": list(table.index),
-        "pad_tokens": [int(x) for x in table.columns],
+        "patterns": patterns,
+        "pad_steps": list(range(width)),
         "margins": margins.tolist(),
-        "mean_margin": float(np.nanmean(margins)),
+        "mean_margin": float(np.mean(margins)),
         "phase_lock_stride": LOCK_STRIDE,
-        "phase_lock_rate": stats.phase_lock_rate(margins, LOCK_STRIDE, require_flip=True),
+        "phase_lock_rate": stats.phase_lock_rate(margins, LOCK_STRIDE),
     }
 
 
