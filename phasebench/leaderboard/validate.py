@@ -606,41 +606,56 @@ def _check_aggregates(
             )
 
 
+def _command(raw: RawSubmission, results: dict, tasks: Sequence[str]) -> str:
+    """The ``phasebench eval`` line that reproduces one results file: its real model arguments
+    and the phasebench knobs of its ``--metadata``."""
+    config = results.get("config") or {}
+    metadata = ((results.get("configs") or {}).get(tasks[0]) or {}).get("metadata") or {}
+    knobs = {
+        k: metadata[k]
+        for k in ("max_seq_lengths", "phase_modulus", "n_base", "seed")
+        if k in metadata
+    }
+    model_args = config.get("model_args")  # what the run really used (local paths included)
+    if isinstance(model_args, dict):  # lm-eval 0.4.13 logs the parsed arguments
+        model_args = ",".join(
+            f"{k}={v}" for k, v in model_args.items() if isinstance(v, str | int | float)
+        )
+    if not isinstance(model_args, str) or not model_args or len(model_args) > 500:
+        model_args = f"pretrained={raw.meta['model']},revision={raw.meta['revision']}"
+        for name, value in sorted((raw.meta["tokenizer"].get("args") or {}).items()):
+            if name != "revision":
+                model_args += f",{name}={value}"
+    command = [
+        "phasebench", "eval", "--model", str(raw.meta["backend"]), "--model_args", model_args,
+        "--tasks", ",".join(tasks), "--log_samples", "--output_path", "out",
+    ]  # fmt: skip
+    if knobs:
+        command += ["--metadata", json.dumps(knobs, sort_keys=True, separators=(",", ":"))]
+    if raw.meta["chat_template"]:
+        command.append("--apply_chat_template")
+    return shlex.join(command)
+
+
 def _provenance(raw: RawSubmission, found: Mapping[str, tuple[Path, dict]]) -> dict[str, Any]:
     _, first = next(iter(found.values()))
-    config = first.get("config") or {}
 
     def version(value: Any) -> str:
         text = str(value) if value is not None else "unknown"
         return text if VERSION_TEXT.match(text) else "unreadable"
 
-    metadata = ((first.get("configs") or {}).get(next(iter(found))) or {}).get("metadata") or {}
-    md = {
-        k: metadata[k]
-        for k in ("max_seq_lengths", "phase_modulus", "n_base", "seed")
-        if k in metadata
-    }
-    model_args = f"pretrained={raw.meta['model']},revision={raw.meta['revision']}"
-    for name, value in sorted((raw.meta["tokenizer"].get("args") or {}).items()):
-        if name != "revision":
-            model_args += f",{name}={value}"
-    command = [
-        "phasebench", "eval", "--model", str(raw.meta["backend"]), "--model_args", model_args,
-        "--tasks", ",".join(sorted(found)), "--log_samples", "--output_path", "out",
-    ]  # fmt: skip
-    if md:
-        command += ["--metadata", json.dumps(md, sort_keys=True, separators=(",", ":"))]
-    if raw.meta["chat_template"]:
-        command.append("--apply_chat_template")
-    date = first.get("date")
+    commands = []
+    for path, results in raw.results:
+        tasks = sorted(t for t, (p, _) in found.items() if p == path)
+        if tasks:
+            commands.append(_command(raw, results, tasks))
     return {
         "lm_eval_version": version(first.get("lm_eval_version")),
         "transformers_version": version(first.get("transformers_version")),
-        "date": _iso_date(date),
-        "command": shlex.join(command),
+        "date": _iso_date(first.get("date")),
+        "command": "\n".join(commands),
         "results_files": sorted(p.name for p, _ in raw.results),
         "samples_files": sorted(p.name for p, _ in raw.samples.values()),
-        "limit": config.get("limit"),
     }
 
 
