@@ -59,7 +59,7 @@ def smollm2_folder() -> str:
 
 
 def run_lmeval(
-    cwd: Path, model_args: str, tasks: str, metadata: dict, out: str = "out"
+    cwd: Path, model_args: str, tasks: str, metadata: dict, out: str = "out", extra: tuple = ()
 ) -> subprocess.CompletedProcess:
     """The real ``lm_eval`` CLI with phasebench's tasks folder, offline, one thread."""
     env = dict(os.environ)
@@ -76,7 +76,7 @@ def run_lmeval(
         sys.executable, "-m", "lm_eval", "--model", "hf", "--model_args", model_args,
         "--tasks", tasks, "--include_path", str(ROOT / "tasks"), "--device", "cpu",
         "--batch_size", "8", "--metadata", json.dumps(metadata), "--log_samples",
-        "--output_path", out, "--seed", "0",
+        "--output_path", out, "--seed", "0", *extra,
     ]  # fmt: skip
     return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, check=True)
 
