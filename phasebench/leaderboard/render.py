@@ -91,7 +91,7 @@ def phase_profile_svg(summary: Mapping[str, Any], title: str) -> str:
     ax.set_ylabel("accuracy (%)")
     ax.set_ylim(-2, 102)
     ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=7, frameon=False, loc="lower right")
+    ax.legend(fontsize=7, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=3)
     return _svg(fig)
 
 
