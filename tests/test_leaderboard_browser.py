@@ -125,15 +125,15 @@ def test_site_in_chromium(server):
 
 @pytest.mark.slow
 def test_shipped_examples_site_in_chromium(tmp_path):
-    """The site of the shipped example submissions (real runs): the SmolLM2 page shows its phase
-    profiles and its code margin strip. PHASEBENCH_SCREENSHOT=docs/leaderboard.png refreshes the
+    """The shipped example submissions (real runs) validate from the checkout, and on their site
+    the SmolLM2 page shows its phase profiles and its code margin strip. PHASEBENCH_SCREENSHOT=docs/leaderboard.png refreshes the
     README's picture from this page."""
     site = tmp_path / "site"
-    board = score(
-        validate_all(ROOT / "leaderboard" / "submissions", cache=tmp_path / "cache"),
-        load_reported(),
-    )
-    build_site(board, site)
+    outcome = validate_all(ROOT / "leaderboard" / "submissions", cache=tmp_path / "cache")
+    assert not outcome.refused, outcome.report_lines()
+    models = {s.meta["model"] for s in outcome.accepted}
+    assert models == {"phasebench/tiny-random-llama", "HuggingFaceTB/SmolLM2-135M-Instruct"}
+    build_site(score(outcome, load_reported()), site)
     with serve(site) as url, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         page = browser.new_page(viewport={"width": 1280, "height": 640})
