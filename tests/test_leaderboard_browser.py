@@ -126,8 +126,8 @@ def test_site_in_chromium(server):
 @pytest.mark.slow
 def test_shipped_examples_site_in_chromium(tmp_path):
     """The shipped example submissions (real runs) validate from the checkout, and on their site
-    the SmolLM2 page shows its phase profiles and its code margin strip. PHASEBENCH_SCREENSHOT=docs/leaderboard.png refreshes the
-    README's picture from this page."""
+    the SmolLM2 page shows its phase profiles and its code margin strip.
+    PHASEBENCH_SCREENSHOT=docs/leaderboard.png refreshes the README's picture from this page."""
     site = tmp_path / "site"
     outcome = validate_all(ROOT / "leaderboard" / "submissions", cache=tmp_path / "cache")
     assert not outcome.refused, outcome.report_lines()

@@ -7,7 +7,6 @@ from __future__ import annotations
 import gzip
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 from leaderboard_runs import tiny_submission
