@@ -357,3 +357,18 @@ def test_shipped_copies_are_identical():
     assert (package / "reported_results.json").read_bytes() == (
         ROOT / "leaderboard" / "reported" / "reported_results.json"
     ).read_bytes()
+
+
+def test_sample_size_caps_apply_to_decompressed_bytes(tmp_path, rows, cache, monkeypatch):
+    import phasebench.leaderboard.collect as collect
+
+    folder = make_submission(tmp_path / "raw", rows)
+    packed = tmp_path / "subs" / "acme__phase-model" / REVISION
+    pack(folder, packed, folder / "submission.yaml")
+    size = len(gzip.decompress(next(packed.glob("samples_*.gz")).read_bytes()))
+    monkeypatch.setattr(collect, "MAX_SAMPLES_BYTES", size - 1)
+    rule, _, message = _refusal(tmp_path / "subs", cache)
+    assert rule == "size" and "bytes of samples" in message
+    monkeypatch.setattr(collect, "MAX_SAMPLES_BYTES", size)
+    monkeypatch.setattr(collect, "MAX_LINE_BYTES", 100)
+    assert _refusal(tmp_path / "subs", cache)[0] == "size"
