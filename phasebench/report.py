@@ -30,7 +30,14 @@ import numpy as np
 
 from phasebench import __version__
 from phasebench.errors import PhasebenchError
-from phasebench.stats import divisors, phase_lock_rate, phase_matrix, power_n_base, summarize
+from phasebench.stats import (
+    divisors,
+    phase_lock_rate,
+    phase_matrix,
+    power_n_base,
+    summarize,
+    sweep_units,
+)
 
 REPORT_FORMAT = "phasebench-report/1"
 _SAMPLES = re.compile(r"^samples_(?P<task>.+)_(?P<date>\d{4}-\d{2}-\d{2}T[0-9.\-]+)\.jsonl$")
@@ -246,26 +253,14 @@ def _num(value: Any) -> float:
 
 
 def _pairing_units(samples: list[dict], modulus: int) -> list[Any]:
-    """The row of the phase matrix each sample belongs to.
-
-    kv/niah: the base item (rendered once at every phase). Code (docs with ``pad_tokens``)
-    sweeps one (item, padding style) over consecutive padding lengths, so it meets each phase
-    several times; the unit is (item, style, k) for the k-th time that pattern meets the
-    phase, in padding order: a block of P consecutive lengths holds every phase once, and the
-    within-unit permutation null then compares phases of the same item and style.
-    """
+    """kv/niah: the base item (rendered once at every phase). Code (docs with ``pad_tokens``):
+    :func:`phasebench.stats.sweep_units` over (item, padding style) patterns."""
     docs = [s["doc"] for s in samples]
     if not any("pad_tokens" in d for d in docs):
         return [d["base_id"] for d in docs]
-    keys = [(d.get("item_id", d["base_id"]), str(d.get("pad_style", ""))) for d in docs]
-    order = sorted(range(len(docs)), key=lambda i: (keys[i], int(docs[i].get("pad_tokens", 0))))
-    seen: dict[tuple, int] = defaultdict(int)
-    units: list[Any] = [None] * len(docs)
-    for i in order:
-        k = (keys[i], int(docs[i]["phase"]))
-        units[i] = (*keys[i], seen[k])
-        seen[k] += 1
-    return [str(u) for u in units]
+    patterns = [f"{d.get('item_id', d['base_id'])}/{d.get('pad_style', '')}" for d in docs]
+    pads = [int(d.get("pad_tokens", 0)) for d in docs]
+    return sweep_units(patterns, pads, [int(d["phase"]) for d in docs])
 
 
 def _margin_patterns(samples: list[dict]) -> tuple[np.ndarray, list[int], list[dict]]:
@@ -319,8 +314,9 @@ def render_tables(report: dict[str, Any]) -> str:
     for run, body in report["runs"].items():
         for task, lengths in body["tasks"].items():
             for length, e in sorted(lengths.items(), key=lambda kv: int(kv[0])):
+                units = "paired units" if "margin" in e else "base items"
                 head = (
-                    f"{task}  length {length}  ({run}; {e['n_base']} base items x "
+                    f"{task}  length {length}  ({run}; {e['n_base']} {units} x "
                     f"{e['modulus']} phases)"
                 )
                 verdict = "significant" if e["significant"] else "not significant"
@@ -406,6 +402,7 @@ def _atomic_write(path: Path, data: bytes) -> Path:
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600; results are meant to be shared
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

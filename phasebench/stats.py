@@ -45,6 +45,7 @@ __all__ = [
     "power_curve",
     "power_n_base",
     "summarize",
+    "sweep_units",
     "wilson",
 ]
 
@@ -53,11 +54,13 @@ _BLOCK_ELEMENTS = 2_000_000
 
 
 def wilson(k: float, n: float, alpha: float = 0.05) -> tuple[float, float]:
-    """Wilson score interval for ``k`` successes out of ``n`` (via :func:`scipy.stats.binomtest`).
+    """Wilson score interval for ``k`` successes out of ``n``.
 
     Wilson rather than the normal (Wald) interval because per-phase accuracies sit near 0 or 1,
-    where Wald collapses to a point. ``n == 0`` gives ``(0.0, 1.0)``: no information, which is
-    also the limit of the Wilson formula.
+    where Wald collapses to a point. The closed form (the one
+    ``scipy.stats.binomtest(...).proportion_ci(method="wilson")`` returns, without its costly
+    exact test) with ``z`` from :func:`scipy.stats.norm.isf`. ``n == 0`` gives ``(0.0, 1.0)``:
+    no information, which is also the limit of the formula.
     """
     _check_alpha(alpha)
     n_int, k_int = int(round(n)), int(round(k))
@@ -65,8 +68,14 @@ def wilson(k: float, n: float, alpha: float = 0.05) -> tuple[float, float]:
         raise PhasebenchError(f"wilson needs 0 <= k <= n (got k={k}, n={n})")
     if n_int == 0:
         return (0.0, 1.0)
-    ci = sps.binomtest(k_int, n_int).proportion_ci(confidence_level=1 - alpha, method="wilson")
-    return (float(ci.low), float(ci.high))
+    z = float(sps.norm.isf(alpha / 2))
+    p = k_int / n_int
+    denom = 1 + z * z / n_int
+    center = (p + z * z / (2 * n_int)) / denom
+    half = z * math.sqrt(p * (1 - p) / n_int + z * z / (4 * n_int * n_int)) / denom
+    lo = 0.0 if k_int == 0 else max(0.0, center - half)
+    hi = 1.0 if k_int == n_int else min(1.0, center + half)
+    return (lo, hi)
 
 
 def phase_matrix(
@@ -103,13 +112,41 @@ def phase_matrix(
             )
         r = row_of[base]
         if seen[r, p]:
+            name = base.item() if isinstance(base, np.generic) else base
             raise PhasebenchError(
-                f"base item {base!r} has two results at phase {p}; pass one sample per "
-                "(base item, phase), e.g. without lm-eval repeats"
+                f"base item {name!r} has two results at phase {p}; pass one sample per "
+                "(base item, phase) (without lm-eval repeats; a padding sweep needs "
+                "sweep_units)"
             )
         seen[r, p] = True
         out[r, p] = np.nan if value is None else float(value)
     return out
+
+
+def sweep_units(
+    patterns: Sequence[Hashable], pads: Sequence[int], phases: Sequence[int]
+) -> list[str]:
+    """Paired units for a padding sweep (code): the row of the phase matrix of each sample.
+
+    A code pattern (item, padding style) is swept over consecutive padding lengths, so it
+    meets every phase several times and its ``base_id`` alone is not a paired unit (two
+    results at one phase). The unit is (pattern, k) for the k-th time the pattern meets that
+    phase in padding order: a block of P consecutive lengths then holds every phase once, and
+    the within-unit permutation null compares phases of one item and style.
+    """
+    if not (len(patterns) == len(pads) == len(phases)):
+        raise PhasebenchError(
+            "patterns, pads and phases must have the same length "
+            f"(got {len(patterns)}, {len(pads)}, {len(phases)})"
+        )
+    order = sorted(range(len(pads)), key=lambda i: (str(patterns[i]), int(pads[i])))
+    seen: dict[tuple[str, int], int] = {}
+    units = [""] * len(pads)
+    for i in order:
+        key = (str(patterns[i]), int(phases[i]))
+        units[i] = f"{key[0]}#{seen.get(key, 0)}"
+        seen[key] = seen.get(key, 0) + 1
+    return units
 
 
 @dataclass(frozen=True)
@@ -181,8 +218,9 @@ def summarize(
       contrasts (phase minus average; item difficulty cancels): gap +- 2 c_contrast, clipped
       at 0. Conservative by construction;
     - ``p_value``: permutation test of the gap, phase labels shuffled within each base item,
-      ``(1 + #{null >= observed}) / (1 + n_perm)`` so it is never 0 and the test is exact at
-      any ``n_perm``; ``significant`` is ``p_value <= alpha``;
+      ``(1 + #{null at least as extreme}) / (1 + n_perm)`` so it is never 0 and the test is
+      exact at any ``n_perm``; equal gaps (common with 0/1 data) are ordered by the spread of
+      the profile; ``significant`` is ``p_value <= alpha``;
     - Cochran's Q on complete rows (binary only);
     - ``dominant_period``: see :func:`dominant_period`; None unless the gap is significant.
     """
@@ -229,9 +267,14 @@ def summarize(
         if binary:
             gap_ci = (gap_ci[0], min(1.0, gap_ci[1]))
 
-    null = _permutation_gaps(m, n_perm, derive_rng(seed, "stats", "permutation"))
+    null, null_spread = _permutation_null(m, n_perm, derive_rng(seed, "stats", "permutation"))
     if len(null):
-        exceed = int(np.sum(null >= gap - 1e-12))
+        # At least as extreme: a larger gap, or the same gap with at least the same spread.
+        # The tie-break keeps the test exact (any statistic of the shuffled matrix is) while
+        # making it less conservative on binary data, where equal gaps are common.
+        spread = float(_gap_and_spread(acc_p)[1])
+        tied = np.abs(null - gap) <= 1e-12
+        exceed = int(np.sum((null > gap + 1e-12) | (tied & (null_spread >= spread - 1e-12))))
         p_value = (1 + exceed) / (1 + len(null))
         null_mean, null_q95 = float(np.mean(null)), float(np.quantile(null, 0.95))
     else:
@@ -555,9 +598,13 @@ def _bootstrap_phase_means(
     return _ratio(weights @ filled, weights @ present.astype(float))
 
 
-def _permutation_gaps(m: np.ndarray, n_perm: int, rng: np.random.Generator) -> np.ndarray:
+def _permutation_null(
+    m: np.ndarray, n_perm: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """Gap and profile spread (sum of squared deviations of the per-phase means) of ``n_perm``
+    within-row shuffles of ``m``."""
     n, modulus = m.shape
-    out = np.empty(n_perm)
+    gaps, spreads = np.empty(n_perm), np.empty(n_perm)
     block = max(1, _BLOCK_ELEMENTS // (n * modulus))
     done = 0
     while done < n_perm:
@@ -566,10 +613,16 @@ def _permutation_gaps(m: np.ndarray, n_perm: int, rng: np.random.Generator) -> n
         shuffled = np.take_along_axis(np.broadcast_to(m, (c, n, modulus)), order, axis=2)
         present = ~np.isnan(shuffled)
         means = _ratio(np.where(present, shuffled, 0.0).sum(axis=1), present.sum(axis=1))
-        with _quiet():
-            out[done : done + c] = np.nanmax(means, axis=1) - np.nanmin(means, axis=1)
+        gaps[done : done + c], spreads[done : done + c] = _gap_and_spread(means)
         done += c
-    return out
+    return gaps, spreads
+
+
+def _gap_and_spread(means: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    with _quiet():
+        gap = np.nanmax(means, axis=-1) - np.nanmin(means, axis=-1)
+        spread = np.nansum((means - np.nanmean(means, axis=-1, keepdims=True)) ** 2, axis=-1)
+    return gap, spread
 
 
 def _phase_mean_cov(boot: np.ndarray, m: np.ndarray) -> np.ndarray | None:

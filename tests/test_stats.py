@@ -23,6 +23,7 @@ from phasebench.stats import (
     power_curve,
     power_n_base,
     summarize,
+    sweep_units,
     wilson,
 )
 
@@ -58,6 +59,9 @@ def test_wilson_matches_the_textbook_interval():
     assert lo == 0.0 and 0.27 < hi < 0.28  # 1.96^2 / (10 + 1.96^2) = 0.2775
     lo, hi = wilson(10, 10)
     assert hi == 1.0 and round(lo, 4) == round(1 - 0.27753279986, 4)
+    for k, n in [(1, 4), (3, 7), (50, 64), (1, 1)]:
+        ci = sps.binomtest(k, n).proportion_ci(method="wilson")
+        assert wilson(k, n) == pytest.approx((ci.low, ci.high), abs=1e-12)
     with pytest.raises(PhasebenchError, match="0 <= k <= n"):
         wilson(11, 10)
 
@@ -248,9 +252,9 @@ def test_simulated_stride_2_effect_is_named_period_2():
 
 
 def test_null_rejection_rate_is_calibrated():
-    """600 paired null models (no phase effect; item difficulty varies through a shared
+    """1000 paired null models (no phase effect; item difficulty varies through a shared
     latent and through the base accuracy) reject at alpha = 0.05 between 3% and 7%."""
-    sims, rejected = 600, 0
+    sims, rejected = 1000, 0
     for i in range(sims):
         rng = derive_rng(21, "null", i)
         base = rng.uniform(0.3, 0.9)
@@ -327,3 +331,37 @@ def test_power_n_base_agrees_with_a_normal_approximation():
 def test_power_refuses_impossible_questions(acc, gap, match):
     with pytest.raises(PhasebenchError, match=match):
         power_n_base(acc, gap, 8)
+
+
+def test_sweep_units_pair_one_block_of_phases_per_pattern():
+    # One pattern swept over 6 pads starting at phase 2 (modulus 4), plus a second pattern.
+    pads = [0, 1, 2, 3, 4, 5, 0, 1]
+    phases = [2, 3, 0, 1, 2, 3, 0, 1]
+    patterns = ["a"] * 6 + ["b"] * 2
+    units = sweep_units(patterns, pads, phases)
+    assert units == ["a#0", "a#0", "a#0", "a#0", "a#1", "a#1", "b#0", "b#0"]
+    # Input order does not matter, and the units make a valid phase matrix.
+    rev = sweep_units(patterns[::-1], pads[::-1], phases[::-1])
+    assert rev == units[::-1]
+    m = phase_matrix(units, phases, [1.0] * 8, modulus=4)
+    assert m.shape == (3, 4) and np.isnan(m).sum() == 12 - 8
+
+
+def test_public_api_is_pinned():
+    import phasebench.stats
+
+    assert sorted(phasebench.stats.__all__) == [
+        "PhaseSummary",
+        "cochran_q",
+        "divisors",
+        "dominant_period",
+        "fold",
+        "period_spectrum",
+        "phase_lock_rate",
+        "phase_matrix",
+        "power_curve",
+        "power_n_base",
+        "summarize",
+        "sweep_units",
+        "wilson",
+    ]
