@@ -119,7 +119,7 @@ def tiny_submission(work: Path, submissions: Path, lengths=(256,), n_base: int =
     return _pack(work, submissions, meta, pack)
 
 
-def smollm2_submission(work: Path, submissions: Path, lengths=(1024,), n_base: int = 16) -> Path:
+def smollm2_submission(work: Path, submissions: Path, lengths=(512,), n_base: int = 16) -> Path:
     """SmolLM2-135M-Instruct (Q4_1 GGUF, dequantised by transformers) on kv and niah at
     ``lengths``, and on code (4 items x 4 padding styles x 16 padding lengths, no extra context)."""
     from phasebench.leaderboard.pack import pack
