@@ -383,12 +383,17 @@ def recompute_sample_metrics(doc: Mapping[str, Any], rec: Mapping[str, Any]) -> 
     if not isinstance(resps, list) or len(resps) != (len(choices) if choices else 1):
         raise ValueError(f"expected {len(choices) or 1} response(s)")
     if choices:
+        parsed = []
         for r in resps:
+            # lm-eval logs each (loglikelihood, is_greedy) pair with its values as strings
             value = r[0] if isinstance(r, list) and r else r
-            if isinstance(value, bool) or not isinstance(value, int | float):
+            if isinstance(value, bool) or not isinstance(value, int | float | str):
                 raise ValueError("log-likelihoods must be numbers")
-            if not math.isfinite(value):
+            number = float(value)  # ValueError for anything that is not a number
+            if not math.isfinite(number):
                 raise ValueError("non-finite log-likelihood")
+            parsed.append([number])
+        resps = parsed
     elif not isinstance(resps[0], str):
         raise ValueError("a generated string expected")
     return process_results(doc, resps)
