@@ -143,6 +143,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "phasebench.report",
     "phasebench.hub",
     "phasebench.harness",
+    "phasebench.leaderboard.commands",
 )
 
 
