@@ -140,7 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 #: Modules that define ``register(subparsers)`` for the commands they own (one line each).
-COMMAND_MODULES: tuple[str, ...] = ()
+COMMAND_MODULES: tuple[str, ...] = ("phasebench.reference.commands",)
 
 
 def _extra_commands():
