@@ -65,8 +65,8 @@ def row_schema(extra: Sequence[tuple[str, pa.DataType]] = ()) -> pa.Schema:
 
 
 def units_per_chunk(spec: SplitSpec) -> int:
-    """Base items per parquet file: about 2M prompt tokens per file, a function of the spec."""
-    return max(1, (1 << 21) // max(spec.length, 1024))
+    """Base items per parquet file: about 1M prompt tokens per file, a function of the spec."""
+    return max(1, (1 << 20) // max(spec.length, 1024))
 
 
 def content_hash(rows: Iterable[dict]) -> str:

