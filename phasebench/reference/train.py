@@ -94,8 +94,7 @@ def train(
     opt = torch.optim.AdamW(model.parameters(), lr=settings.lr, weight_decay=0.01)
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt,
-        lambda s: min(1.0, (s + 1) / settings.warmup)
-        * max(0.05, 1 - s / max(1, settings.steps)),
+        lambda s: min(1.0, (s + 1) / settings.warmup) * max(0.05, 1 - s / max(1, settings.steps)),
     )
     stream = data.batches(tok, settings.length, settings.batch_size, settings.seed)
     log = []
