@@ -142,6 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
 #: Modules that define ``register(subparsers)`` for the commands they own (one line each).
 COMMAND_MODULES: tuple[str, ...] = (
     "phasebench.report",
+    "phasebench.harness",
     "phasebench.reference.commands",
 )
 

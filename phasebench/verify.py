@@ -99,7 +99,8 @@ def verify_config(
     family = get_family(spec)
     P = spec.modulus
 
-    # file integrity and row metadata
+    # file integrity and row metadata (the family's extra columns too, for verify_config)
+    columns = META_COLUMNS + tuple(name for name, _ in getattr(family, "EXTRA_FIELDS", ()))
     meta: dict[str, list] = defaultdict(list)
     for entry in manifest["files"]:
         table = pq.read_table(folder / entry["path"])
@@ -108,7 +109,7 @@ def verify_config(
         if content_hash(rows) != stored or stored != entry["content_sha256"]:
             report.problems.append(f"{entry['path']}: content hash does not match the manifest")
         for row in rows:
-            for col in META_COLUMNS:
+            for col in columns:
                 meta[col].append(row[col])
     n = len(meta["id"])
     report.rows = n

@@ -54,6 +54,8 @@ class NeedleContent:
     draw_needle: Callable[[np.random.Generator], Needle]
     draw_body: Callable[[np.random.Generator, int], np.ndarray]  # (rng, size) -> pool indices
     filler_units: Sequence[str] = (".", "pad", "x", "the", "-", "a")
+    filler_sep: str = " "  # a filler line is sep.join([unit] * n) + end (measured per tokenizer)
+    filler_end: str = "\n"
     info: dict = field(default_factory=dict)
 
 
@@ -120,6 +122,18 @@ def _question_tokens(tok: PhaseTokenizer, spec: SplitSpec, content: NeedleConten
     return int(values[np.argmax(counts)])
 
 
+def key_token_offset(tok: PhaseTokenizer, needle: Needle) -> int:
+    """Index, among the tokens of ``needle.keyed`` encoded alone, of the token holding the key's
+    first character: 0 when the key opens ``keyed`` or its leading space joins the key's first
+    token (byte-level BPE), 1 when a tokenizer makes that space a token of its own (``▁``)."""
+    char = needle.keyed.index(needle.key)
+    offsets = tok.backend.encode(needle.keyed, add_special_tokens=False).offsets
+    for i, (start, end) in enumerate(offsets):
+        if start <= char < end:
+            return i
+    raise AssemblyError(f"no token of the needle {needle.keyed!r} holds its key's first character")
+
+
 def plan(spec: SplitSpec, tok: PhaseTokenizer, content: NeedleContent) -> NeedlePlan:
     """Lay out every base item of ``spec``: cheap (token counts of pool pieces only)."""
     _check_spec(spec)
@@ -128,11 +142,15 @@ def plan(spec: SplitSpec, tok: PhaseTokenizer, content: NeedleContent) -> Needle
     if len(pool_counts) == 0 or pool_counts.min() < 1:
         raise AssemblyError("every body piece must encode to at least one token")
     max_piece = int(pool_counts.max())
-    probe_filler = build_filler_table(tok, 4, content.filler_units)
+    probe_filler = build_filler_table(
+        tok, 4, content.filler_units, content.filler_sep, content.filler_end
+    )
     pad = probe_filler.min_tokens
     slack_min = pad
     need = max(pad + P * EXTRA_MULTIPLES + P, slack_min + P * EXTRA_MULTIPLES + max_piece + 1)
-    filler = build_filler_table(tok, need + 1, content.filler_units)
+    filler = build_filler_table(
+        tok, need + 1, content.filler_units, content.filler_sep, content.filler_end
+    )
     header_tokens = int(tok.count([content.header])[0])
     q_tokens = _question_tokens(tok, spec, content)
     question_index = L - len(tok.suffix_ids) - q_tokens
@@ -169,7 +187,7 @@ def plan(spec: SplitSpec, tok: PhaseTokenizer, content: NeedleContent) -> Needle
         used = int(cum[m - 1]) if m else 0
         split = int(np.searchsorted(cum[:m], depths[b] * used, side="right")) if m else 0
         before = int(cum[split - 1]) if split else 0
-        y = tok.n_prefix + header_tokens + before + pad + lead_n
+        y = tok.n_prefix + header_tokens + before + pad + lead_n + key_token_offset(tok, needle)
         items.append(ItemPlan(b, needle, body, split, y, L - fixed - used))
     del mean_piece
     y = np.array([it.y for it in items])

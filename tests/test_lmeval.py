@@ -1,0 +1,187 @@
+"""Scoring, metric keys, phase aggregation and split loading behind the lm-eval tasks."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from phasebench import lmeval
+from phasebench.errors import PhasebenchError, TokenizerError
+
+
+@pytest.fixture(autouse=True)
+def _offline(monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("PHASEBENCH_CACHE", str(tmp_path / "cache"))
+
+
+@pytest.mark.parametrize(
+    ("response", "answer", "expected"),
+    [
+        (" 12345", "12345", True),  # leading space stripped
+        ("\n12345 and more", "12345", True),  # answer is a prefix of a longer response
+        ("12345", "12345", True),
+        ("1234", "12345", False),  # response shorter than gold
+        ("x 12345", "12345", False),  # gold not at the start
+        ("", "12345", False),  # empty response
+        ("12345", "", False),  # an empty gold never matches
+    ],
+)
+def test_answer_prefix_match(response, answer, expected):
+    assert lmeval.answer_matches(response, answer) is expected
+
+
+def test_metric_key_round_trip():
+    assert lmeval.metric_key("phase_gap", None) == "phase_gap"
+    assert lmeval.metric_key("phase_gap", 4096) == "phase_gap@4096"
+    assert lmeval.parse_metric_key("acc_phase_3@131072") == ("acc_phase_3", 131072)
+    assert lmeval.parse_metric_key("acc_worst_phase") == ("acc_worst_phase", None)
+
+
+def _doc(family="kv", phase=3, base_id=5, length=1024, **extra):
+    doc = {
+        "family": family,
+        "length": length,
+        "phase_modulus": 8,
+        "phase": phase,
+        "base_id": base_id,
+        "answer": "8" if family == "code" else "12345",
+        "choices": ["8", "32"] if family == "code" else [],
+    }
+    return doc | extra
+
+
+def test_process_results_generate():
+    out = lmeval.process_results(_doc(), [" 12345\n"])
+    assert out["acc"] == 1.0
+    # pooled and per-length keys, never a placeholder for another length
+    assert "phase_gap" in out and "phase_gap@1024" in out
+    assert not any(k.endswith("@4096") for k in out)
+    assert {f"acc_phase_{r}@1024" for r in range(8)} <= set(out)
+    assert out["phase_gap@1024"] == (1024, 8, "5", 3, 1.0, None, 0)
+    assert "margin" not in out and "acc@1024" in out
+    assert lmeval.process_results(_doc(), ["54321"])["acc"] == 0.0
+
+
+def test_process_results_code_margin():
+    doc = _doc(
+        "code", config_length=0, length=37, item_id="cast-0001", pad_style="eq", pad_tokens=9
+    )
+    out = lmeval.process_results(doc, [(-1.5, False), (-0.25, True)])
+    assert out["margin"] == pytest.approx(-1.25)
+    assert out["acc"] == 0.0
+    assert "margin_worst_phase@0" in out and "phase_lock_rate" in out
+    out = lmeval.process_results(doc, [(-0.1, True), (-2.0, False)])
+    assert out["margin"] == pytest.approx(1.9) and out["acc"] == 1.0
+
+
+def _records(acc_by_phase, n_base=16, length=1024, modulus=8):
+    return [
+        (length, modulus, str(b), r, float(acc_by_phase[r][b]), None, 0)
+        for b in range(n_base)
+        for r in range(modulus)
+    ]
+
+
+def test_aggregate_hand_computed():
+    # phase 2 is blind, phase 5 perfect, the rest right on the first half of the items
+    table = {r: [1] * 8 + [0] * 8 for r in range(8)}
+    table[2] = [0] * 16
+    table[5] = [1] * 16
+    items = _records(table)
+    assert lmeval.aggregate(items, name="acc_worst_phase") == 0.0
+    assert lmeval.aggregate(items, name="acc_best_phase") == 1.0
+    assert lmeval.aggregate(items, name="phase_gap") == 1.0
+    assert lmeval.aggregate(items, name="acc_phase_2") == 0.0
+    assert lmeval.aggregate(items, name="acc") == pytest.approx((6 * 0.5 + 1) / 8)
+    low, high = (lmeval.aggregate(items, name=f"phase_gap_ci_{s}") for s in ("low", "high"))
+    assert low <= 1.0 <= high
+
+
+def test_aggregate_pools_lengths_as_separate_units():
+    flat = {r: [1] * 8 + [0] * 8 for r in range(8)}
+    blind = {r: [0] * 16 for r in range(8)}
+    items = _records(flat, length=512) + _records(blind, length=1024)
+    assert lmeval.aggregate(items, name="acc") == pytest.approx(0.25)
+    assert lmeval.aggregate(items, name="phase_gap") == pytest.approx(0.0)
+
+
+def test_split_specs_from_metadata():
+    specs = lmeval.split_specs(
+        "kv",
+        {
+            "pretrained": "deepseek-v4",
+            "max_seq_lengths": [1024, 2048, 1024],
+            "n_base": 16,
+            "phase_modulus": 4,
+            "add_bos_token": True,
+            "dtype": "float32",  # model args that do not touch the tokenizer are ignored
+        },
+    )
+    assert [s.length for s in specs] == [1024, 2048]
+    assert {(s.modulus, s.n_base, s.seed) for s in specs} == {(4, 16, 0)}
+    assert specs[0].tokenizer_args == (("add_bos_token", "True"),)
+    assert lmeval.split_specs("niah", {"pretrained": "deepseek-v4"})[0].length == 4096
+    with pytest.raises(PhasebenchError, match="pretrained=MODEL"):
+        lmeval.split_specs("kv", {"max_seq_lengths": [1024]})
+    with pytest.raises(PhasebenchError, match="max_seq_lengths"):
+        lmeval.split_specs("kv", {"pretrained": "deepseek-v4", "max_seq_lengths": ["x"]})
+
+
+def test_load_split_generates_once_and_caches(tmp_path):
+    kwargs = {"pretrained": "deepseek-v4", "max_seq_lengths": [256], "n_base": 16}
+    first = lmeval.resolve_split("kv", **kwargs)
+    assert len(first.rows) == 16 * 8
+    assert {r["phase"] for r in first.rows} == set(range(8))
+    (folder,) = first.folders
+    stamp = (folder / "manifest.json").stat().st_mtime_ns
+    second = lmeval.resolve_split("kv", **kwargs, version=1.0)  # lm-eval adds task metadata
+    assert second.folders == first.folders
+    assert (folder / "manifest.json").stat().st_mtime_ns == stamp  # not regenerated
+    assert second.rows == first.rows
+    leftovers = [p.name for p in folder.parent.parent.iterdir() if p.name.startswith(".tmp")]
+    assert leftovers == []
+    dataset = lmeval.load_split("kv", **kwargs)
+    assert dataset["test"].num_rows == 16 * 8
+    assert dataset["test"][0]["id"] == first.rows[0]["id"]
+
+
+def test_prebuilt_split_checked_against_the_model_tokenizer(tmp_path):
+    from phasebench.build import generate
+    from phasebench.specs import SplitSpec
+
+    out = tmp_path / "split"
+    generate([SplitSpec("kv", 256, n_base=16)], out, progress=False)
+    ok = lmeval.resolve_split("kv", pretrained="deepseek-v4", dataset_path=str(out))
+    assert len(ok.rows) == 128
+    with pytest.raises(TokenizerError, match="was built for tokenizer"):
+        lmeval.resolve_split(
+            "kv", pretrained="deepseek-v4", add_bos_token=False, dataset_path=str(out)
+        )
+    with pytest.raises(PhasebenchError, match="holds no niah config"):
+        lmeval.resolve_split("niah", pretrained="deepseek-v4", dataset_path=str(out))
+    with pytest.raises(PhasebenchError, match="does not exist"):
+        lmeval.resolve_split("kv", pretrained="deepseek-v4", dataset_path=str(tmp_path / "no"))
+
+
+def test_relabel_shifts_phase_cyclically():
+    row = {"anchor_index": 101, "phase": 5, "phase_modulus": 8, "family": "kv"}
+    out = lmeval.relabel(row, 6)
+    assert (out["anchor_index"], out["phase"], out["split_phase"], out["anchor_offset"]) == (
+        107,
+        3,
+        5,
+        6,
+    )
+    assert row["phase"] == 5  # the input row is untouched
+
+
+def test_records_are_json_round_trippable():
+    out = lmeval.process_results(_doc(), [" 12345"])
+    items = [json.loads(json.dumps(out["phase_gap"]))] * 8
+    items = [[*it[:3], r, *it[4:]] for r, it in enumerate(items)]
+    assert lmeval.aggregate(items, name="phase_gap") == 0.0
+    assert np.isfinite(lmeval.aggregate(items, name="acc_worst_phase"))
