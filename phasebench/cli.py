@@ -143,6 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
 COMMAND_MODULES: tuple[str, ...] = (
     "phasebench.report",
     "phasebench.harness",
+    "phasebench.leaderboard.commands",
     "phasebench.reference.commands",
 )
 

@@ -1,0 +1,91 @@
+"""Shrink lm-eval output to what validation needs.
+
+``samples_*.jsonl`` of long-context tasks are mostly the prompt text, logged twice (in ``doc``
+and in ``arguments``). Validation regenerates the prompts anyway, so ``pack`` drops
+``arguments`` and every ``doc`` string longer than ``PACK_MIN_CHARS`` (recording which in
+``packed_fields``) and keeps ids, row fields, hashes, responses and metrics. The results JSON is
+copied unmodified. Output is gzip with a fixed header, so packing twice gives identical bytes.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import shutil
+from pathlib import Path
+
+from phasebench.errors import PhasebenchError
+from phasebench.leaderboard.collect import (
+    RESULTS_NAME,
+    SAMPLES_NAME,
+    SUBMISSION_FILE,
+    Refused,
+    iter_samples,
+)
+from phasebench.leaderboard.validate import PACK_MIN_CHARS
+
+DROPPED_KEYS = ("arguments", "resps")
+
+
+def pack_record(record: dict) -> dict:
+    """One sample without its long text; ``resps`` is dropped when ``filtered_resps`` holds the
+    same responses (lm-eval logs both)."""
+    out = {k: v for k, v in record.items() if k not in DROPPED_KEYS}
+    doc = dict(record.get("doc") or {})
+    packed = [k for k, v in doc.items() if isinstance(v, str) and len(v) > PACK_MIN_CHARS]
+    for name in packed:
+        doc[name] = None
+    out["doc"] = doc
+    if packed:
+        out["packed_fields"] = packed
+    return out
+
+
+def _write_gzip(path: Path, lines: list[str]) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "wb") as raw:
+        with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=9) as gz:
+            with io.TextIOWrapper(gz, encoding="utf-8", newline="\n") as text:
+                for line in lines:
+                    text.write(line + "\n")
+    tmp.replace(path)
+
+
+def pack(source: Path | str, out: Path | str, submission: Path | str | None = None) -> list[Path]:
+    """Pack the lm-eval output under ``source`` (a folder with results_*.json and samples_*.jsonl,
+    possibly one level down in lm-eval's model sub-folder) into the folder ``out``."""
+    source, out = Path(source), Path(out)
+    if not source.is_dir():
+        raise PhasebenchError(f"{str(source)!r} is not a folder of lm-eval output")
+    candidates = [source, *sorted(p for p in source.iterdir() if p.is_dir())]
+    folder = next(
+        (c for c in candidates if any(RESULTS_NAME.match(p.name) for p in c.iterdir())), None
+    )
+    if folder is None:
+        raise PhasebenchError(
+            f"no results_*.json under {str(source)!r}; run lm-eval with --output_path and "
+            f"--log_samples"
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for path in sorted(folder.iterdir()):
+        if RESULTS_NAME.match(path.name):
+            shutil.copyfile(path, out / path.name)
+            written.append(out / path.name)
+        match = SAMPLES_NAME.match(path.name)
+        if match and not path.name.endswith(".gz"):
+            try:
+                lines = [
+                    json.dumps(pack_record(r), ensure_ascii=False, separators=(",", ":"))
+                    for r in iter_samples(path)
+                ]
+            except Refused as exc:
+                raise PhasebenchError(exc.problem.line()) from None
+            target = out / (path.name + ".gz")
+            _write_gzip(target, lines)
+            written.append(target)
+    if submission is not None:
+        shutil.copyfile(submission, out / SUBMISSION_FILE)
+        written.append(out / SUBMISSION_FILE)
+    return written

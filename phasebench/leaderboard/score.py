@@ -1,0 +1,369 @@
+"""Scores from validated samples, through :mod:`phasebench.stats` only; writes the JSON, CSV and
+parquet files the site is rendered from (compute -> JSON -> render).
+
+One leaderboard row per (submission, task, length), a *board* being one (task, length). Within a
+board, models are ranked by worst phase with a rank that respects uncertainty: a model's rank is
+1 + the number of models whose interval lower bound lies above its upper bound, so models whose
+intervals overlap share a rank. The average ranking is computed the same way and offered as a
+toggle. Reported (published, not reproduced) rows are carried along but never ranked.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from phasebench import __version__
+from phasebench.build import atomic_write_text
+from phasebench.leaderboard.validate import Outcome, Submission
+
+N_BOOT = 1000
+N_PERM = 1000
+SEED = 0
+LOCK_STRIDE = 4
+REPORTED_NOTE = "reported, not reproduced"
+
+
+def _clean(value: Any) -> Any:
+    """JSON-ready and stable: numpy scalars to Python, non-finite to None, floats rounded."""
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float):
+        return round(value, 6) if math.isfinite(value) else None
+    return value
+
+
+def page_name(sub: Submission) -> str:
+    """The per-model page: folder names are already restricted to safe characters."""
+    return f"models/{sub.name.replace('/', '__')[:160]}.html"
+
+
+def _cells(frame: pd.DataFrame) -> pd.DataFrame:
+    """One value per (paired unit, phase), the convention of the tasks' own aggregation
+    (``phasebench.lmeval.paired_unit``): kv/niah pair a base item across phases; code pairs an
+    (item, padding style) sweep, whose padding lengths visit each phase several times and enter
+    as their mean there."""
+    code = frame["item_id"].notna() & frame["pad_style"].notna()
+    unit = (
+        frame["base_id"]
+        .astype(str)
+        .where(~code, frame["item_id"].astype(str) + "/" + frame["pad_style"].astype(str))
+    )
+    return (
+        frame.assign(unit=unit)
+        .groupby(["unit", "phase"], as_index=False, sort=True)[["acc", "margin"]]
+        .mean()
+    )
+
+
+def summarize_board(frame: pd.DataFrame, modulus: int) -> dict[str, Any]:
+    """PhaseSummary (as JSON) of one submission's samples for one (task, length)."""
+    from phasebench import stats
+
+    cells = _cells(frame)
+    binary = bool(cells["acc"].isin([0.0, 1.0]).all())
+    matrix = stats.phase_matrix(cells["unit"], cells["phase"], cells["acc"], modulus)
+    summary = stats.summarize(matrix, binary=binary, n_boot=N_BOOT, n_perm=N_PERM, seed=SEED)
+    out = summary.to_dict()
+    if frame["margin"].notna().any():
+        out["code"] = _code_strip(frame)
+    return out
+
+
+def _code_strip(frame: pd.DataFrame) -> dict[str, Any]:
+    """Margin per (item, padding style) sweep against padding step (each sweep in increasing
+    padding order, as ``phasebench.lmeval`` reads it), and the phase-lock rate at stride 4."""
+    from phasebench import stats
+
+    code = frame[frame["margin"].notna()]
+    patterns, rows = [], []
+    for (item, style), group in code.groupby(["item_id", "pad_style"], sort=True):
+        patterns.append(f"{item}/{style}")
+        rows.append(group.sort_values("pad_tokens")["margin"].to_numpy(dtype=float))
+    width = min(len(r) for r in rows)
+    margins = np.array([r[:width] for r in rows])
+    return {
+        "patterns": patterns,
+        "pad_steps": list(range(width)),
+        "margins": margins.tolist(),
+        "mean_margin": float(np.mean(margins)),
+        "phase_lock_stride": LOCK_STRIDE,
+        "phase_lock_rate": stats.phase_lock_rate(margins, LOCK_STRIDE),
+    }
+
+
+def _rank(rows: Sequence[dict], ci_key: str) -> list[int]:
+    """1 + number of rows whose lower bound is above this row's upper bound."""
+    ranks = []
+    for row in rows:
+        hi = row[ci_key][1] if row[ci_key][1] is not None else row[ci_key.removesuffix("_ci")]
+        ranks.append(
+            1
+            + sum(
+                1 for o in rows if o is not row and o[ci_key][0] is not None and o[ci_key][0] > hi
+            )
+        )
+    return ranks
+
+
+def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The whole leaderboard as one JSON-ready dict (rows, per-model detail, rejections)."""
+    rows: list[dict[str, Any]] = []
+    models: dict[str, Any] = {}
+    for sub in sorted(outcome.accepted, key=lambda s: s.name):
+        page = page_name(sub)
+        detail = {
+            "name": sub.name,
+            "model": sub.meta["model"],
+            "revision": sub.meta["revision"],
+            "meta": {k: sub.meta[k] for k in sorted(sub.meta) if k != "tokenizer"},
+            "tokenizer": sub.meta["tokenizer"],
+            "provenance": sub.provenance,
+            "task_versions": sub.task_versions,
+            "boards": [],
+        }
+        for (task, length), frame in sub.samples.groupby(["task", "length"], sort=True):
+            modulus = int(frame["modulus"].iloc[0])
+            summary = summarize_board(frame, modulus)
+            detail["boards"].append({"task": task, "length": int(length), "summary": summary})
+            rows.append(
+                {
+                    "board": f"{task}@{int(length)}",
+                    "task": task,
+                    "task_version": sub.task_versions[task],
+                    "length": int(length),
+                    "modulus": modulus,
+                    "n_base": int(frame["base_id"].nunique()),
+                    "model": sub.meta["model"],
+                    "revision": sub.meta["revision"],
+                    "precision": sub.meta["precision"],
+                    "backend": sub.meta["backend"],
+                    "kv_cache": sub.meta["kv_cache"],
+                    "chat_template": bool(sub.meta["chat_template"]),
+                    "acc": summary["acc"],
+                    "acc_ci": summary["acc_ci"],
+                    "worst_phase": summary["worst_phase"],
+                    "worst_phase_ci": summary["worst_phase_ci"],
+                    "worst_phase_index": summary["worst_phase_index"],
+                    "best_phase": summary["best_phase"],
+                    "best_phase_index": summary["best_phase_index"],
+                    "gap": summary["gap"],
+                    "gap_ci": summary["gap_ci"],
+                    "null_gap_mean": summary["null_gap_mean"],
+                    "null_gap_q95": summary["null_gap_q95"],
+                    "p_value": summary["p_value"],
+                    "significant": summary["significant"],
+                    "dominant_period": summary["dominant_period"],
+                    "per_phase": [p["acc"] for p in summary["per_phase"]],
+                    "phase_lock_rate": (summary.get("code") or {}).get("phase_lock_rate"),
+                    "lm_eval_version": sub.provenance["lm_eval_version"],
+                    "transformers_version": sub.provenance["transformers_version"],
+                    "phasebench_version": __version__,
+                    "date": sub.provenance["date"],
+                    "page": page,
+                    "reported": False,
+                    "note": "",
+                }
+            )
+        models[page] = detail
+    rows = [_clean(r) for r in rows]
+    for board in sorted({r["board"] for r in rows}):
+        members = [r for r in rows if r["board"] == board]
+        for row, rank in zip(members, _rank(members, "worst_phase_ci"), strict=True):
+            row["rank_worst"] = rank
+        for row, rank in zip(members, _rank(members, "acc_ci"), strict=True):
+            row["rank_average"] = rank
+    rows.sort(key=lambda r: (r["board"], r["rank_worst"], -r["worst_phase"], r["model"]))
+    return {
+        "phasebench_version": __version__,
+        "method": {
+            "n_boot": N_BOOT,
+            "n_perm": N_PERM,
+            "seed": SEED,
+            "alpha": 0.05,
+            "rank": "1 + number of models whose interval lower bound is above this model's "
+            "upper bound (worst phase by default, average as a toggle)",
+        },
+        "rows": rows,
+        "reported": reported_rows(reported) if reported is not None else [],
+        "models": _clean(models),
+        "rejections": outcome.report_json(),
+    }
+
+
+def load_reported(path: Path | None = None) -> dict[str, Any]:
+    """The published figures (``leaderboard/reported/reported_results.json``, shipped inside the
+    package as ``phasebench/leaderboard/reported_results.json``; a test keeps them identical)."""
+    if path is not None:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    text = resources.files("phasebench.leaderboard").joinpath("reported_results.json")
+    return json.loads(text.read_text(encoding="utf-8"))
+
+
+def _pct(value: Any) -> float | None:
+    return round(value / 100.0, 6) if isinstance(value, int | float) else None
+
+
+def reported_rows(data: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Rows for the published figures (percent -> fraction); never ranked."""
+    rows = []
+    source = str(data.get("source", ""))
+
+    def row(model: str, task: str, length: int | None, **values: Any) -> dict[str, Any]:
+        base = {
+            "board": "reported",
+            "task": task,
+            "length": length,
+            "model": model,
+            "acc": None,
+            "worst_phase": None,
+            "best_phase": None,
+            "gap": None,
+            "dominant_period": None,
+            "reported": True,
+            "note": REPORTED_NOTE,
+            "source": source,
+            "rank_worst": None,
+            "rank_average": None,
+        }
+        base.update(values)
+        return base
+
+    for item in data.get("kv_retrieval_128k", []):
+        extra = ""
+        if "even_phases_range" in item:
+            even, odd = item["even_phases_range"], item["odd_phases_range"]
+            extra = f"; even phases {even[0]}-{even[1]}, odd {odd[0]}-{odd[1]}"
+        rows.append(
+            row(
+                item["model"],
+                "kv retrieval (paper)",
+                131072,
+                worst_phase=_pct(item.get("worst_phase")),
+                best_phase=_pct(item.get("best_phase")),
+                gap=_pct(item.get("gap")),
+                kv_cache=item.get("compression"),
+                detail=f"{item.get('compression', '')}{extra}",
+            )
+        )
+    for item in data.get("trained_from_scratch_qwen3_0.6b_100B_tokens", []):
+        rows.append(
+            row(
+                f"Qwen3-0.6B from scratch: {item['model']}",
+                "kv retrieval (paper)",
+                None,
+                acc=_pct(item.get("average")),
+                worst_phase=_pct(item.get("worst_phase")),
+                gap=_pct(item.get("gap")),
+                detail=f"validation loss {item.get('validation_loss')}",
+            )
+        )
+    code = data.get("code_completion_fp8_cast", {})
+    for model, item in sorted(code.items()):
+        if not isinstance(item, dict):
+            continue
+        if "period" in item:
+            detail = (
+                f"margin P(8)-P(32) from {item['margin_range_p8_minus_p32'][0]} to "
+                f"{item['margin_range_p8_minus_p32'][1]}; {item['inputs_following_period']} of "
+                f"{item['inputs']} inputs follow the period"
+            )
+        else:
+            detail = (
+                f"{item.get('errors')} errors of {item.get('inputs')} inputs; "
+                f"{item.get('note', '')}"
+            )
+        rows.append(
+            row(model, "code completion (paper)", None, dominant_period=item.get("period"),
+                detail=detail)
+        )  # fmt: skip
+    return rows
+
+
+# -- files --------------------------------------------------------------------------------------
+
+FLAT_COLUMNS = [
+    "board", "task", "task_version", "length", "modulus", "n_base", "model", "revision",
+    "precision", "backend", "kv_cache", "chat_template", "rank_worst", "rank_average", "acc",
+    "acc_lo", "acc_hi", "worst_phase", "worst_phase_lo", "worst_phase_hi", "worst_phase_index",
+    "best_phase", "best_phase_index", "gap", "gap_lo", "gap_hi", "null_gap_mean", "null_gap_q95",
+    "p_value", "significant", "dominant_period", "phase_lock_rate", "lm_eval_version",
+    "transformers_version", "phasebench_version", "date", "reported",
+]  # fmt: skip
+
+
+def flat_table(board: Mapping[str, Any]) -> pd.DataFrame:
+    """One line per leaderboard row, intervals split into _lo/_hi, phases as phase_<r> columns."""
+    records = []
+    for row in board["rows"]:
+        flat = {k: row.get(k) for k in FLAT_COLUMNS if not k.endswith(("_lo", "_hi"))}
+        for key in ("acc", "worst_phase", "gap"):
+            lo, hi = row.get(f"{key}_ci") or (None, None)
+            flat[f"{key}_lo"], flat[f"{key}_hi"] = lo, hi
+        for r, value in enumerate(row.get("per_phase") or []):
+            flat[f"phase_{r}"] = value
+        records.append(flat)
+    frame = pd.DataFrame.from_records(records)
+    phase_cols = sorted(
+        (c for c in frame.columns if re.fullmatch(r"phase_\d+", c)), key=lambda c: int(c[6:])
+    )
+    return frame.reindex(columns=FLAT_COLUMNS + phase_cols)
+
+
+def per_phase_table(board: Mapping[str, Any]) -> pd.DataFrame:
+    records = []
+    for page, detail in board["models"].items():
+        for entry in detail["boards"]:
+            for p in entry["summary"]["per_phase"]:
+                lo, hi = p["ci"]
+                records.append(
+                    {
+                        "model": detail["model"],
+                        "revision": detail["revision"],
+                        "task": entry["task"],
+                        "length": entry["length"],
+                        "phase": p["phase"],
+                        "acc": p["acc"],
+                        "ci_lo": lo,
+                        "ci_hi": hi,
+                        "n": p["n"],
+                        "page": page,
+                    }
+                )
+    columns = ["model", "revision", "task", "length", "phase", "acc", "ci_lo", "ci_hi", "n", "page"]
+    return pd.DataFrame.from_records(records, columns=columns)
+
+
+def write_tables(board: Mapping[str, Any], out: Path) -> list[Path]:
+    """leaderboard.json / .csv / .parquet and per_phase.parquet (each written atomically)."""
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / "leaderboard.json", out / "leaderboard.csv"]
+    atomic_write_text(paths[0], json.dumps(board, indent=2, sort_keys=True, allow_nan=False) + "\n")
+    flat = flat_table(board)
+    atomic_write_text(paths[1], flat.to_csv(index=False, lineterminator="\n"))
+    for name, frame in (
+        ("leaderboard.parquet", flat),
+        ("per_phase.parquet", per_phase_table(board)),
+    ):
+        path = out / name
+        tmp = path.with_name(f".{name}.tmp")
+        frame.to_parquet(tmp, index=False)
+        tmp.replace(path)
+        paths.append(path)
+    return paths
+
+
+def iter_models(board: Mapping[str, Any]) -> Iterable[tuple[str, dict]]:
+    return sorted(board["models"].items())

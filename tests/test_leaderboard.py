@@ -1,0 +1,359 @@
+"""Leaderboard: every validation rule with a failing input, hostile input, a mixed build,
+deterministic outputs, pack round trip, and the CLI."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from leaderboard_submissions import REVISION, TASK, TASKS, make_submission, split_rows, write_lmeval
+
+from phasebench.cli import main
+from phasebench.leaderboard.pack import pack
+from phasebench.leaderboard.render import build_site
+from phasebench.leaderboard.score import load_reported, score
+from phasebench.leaderboard.validate import validate_all
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def rows(tmp_path_factory) -> list[dict]:
+    return split_rows(tmp_path_factory.mktemp("split"))
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("regen")
+
+
+def _one(root: Path, cache: Path):
+    outcome = validate_all(root, tasks=TASKS, cache=cache)
+    return outcome
+
+
+def _refusal(root: Path, cache: Path) -> tuple[str, str, str]:
+    outcome = _one(root, cache)
+    assert not outcome.accepted, outcome.report_lines()
+    assert len(outcome.refused) == 1, outcome.report_lines()
+    problem = outcome.refused[0][1][0]
+    return problem.rule, problem.file, problem.message
+
+
+def _records(folder: Path) -> list[dict]:
+    path = next(folder.glob("samples_*.jsonl"))
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def _rewrite(folder: Path, records: list[dict], **changes) -> None:
+    for path in folder.glob("samples_*"):
+        path.unlink()
+    for path in folder.glob("results_*"):
+        path.unlink()
+    write_lmeval(folder, records, **changes)
+
+
+def test_valid_submission_is_accepted_with_its_scores(tmp_path, rows, cache):
+    make_submission(tmp_path, rows, accuracy=[1, 1, 0, 0] * 2)
+    outcome = _one(tmp_path, cache)
+    assert [s.name for s in outcome.accepted] == [f"acme__phase-model/{REVISION}"]
+    board = score(outcome)
+    (row,) = board["rows"]
+    assert row["worst_phase"] == 0.0 and row["best_phase"] == 1.0 and row["acc"] == 0.5
+    assert row["significant"] and row["dominant_period"] == 4 and row["rank_worst"] == 1
+
+
+# -- one failing input per rule --------------------------------------------------------------------
+
+
+def test_schema_rule(tmp_path, rows, cache):
+    make_submission(tmp_path, rows, meta={"precision": "float7"})
+    rule, file, message = _refusal(tmp_path, cache)
+    assert rule == "schema" and file.endswith("submission.yaml") and "precision" in message
+
+
+def test_unknown_field_is_refused(tmp_path, rows, cache):
+    make_submission(tmp_path, rows, meta={"score_override": 1.0})
+    assert _refusal(tmp_path, cache)[0] == "schema"
+
+
+def test_folder_must_match_model(tmp_path, rows, cache):
+    folder = make_submission(tmp_path, rows)
+    folder.parent.rename(tmp_path / "other__name")
+    rule, _, message = _refusal(tmp_path, cache)
+    assert rule == "path" and "acme__phase-model" in message
+
+
+def test_task_name_and_version_rule(tmp_path, rows, cache):
+    make_submission(tmp_path, rows)
+    outcome = validate_all(tmp_path, tasks={TASK: "2.0"}, cache=cache)
+    problem = outcome.refused[0][1][0]
+    assert problem.rule == "task" and "version" in problem.message
+    outcome = validate_all(tmp_path, tasks={"phasebench_niah": "1.0"}, cache=cache)
+    assert outcome.refused[0][1][0].rule == "task"
+
+
+def test_limit_rule(tmp_path, rows, cache):
+    folder = make_submission(tmp_path, rows)
+    records = _records(folder)
+    _rewrite(folder, records, config={"model": "hf", "limit": 10})
+    rule, _, message = _refusal(tmp_path, cache)
+    assert rule == "limit" and "--limit" in message
+
+
+def test_truncated_samples_are_refused(tmp_path, rows, cache):
+    folder = make_submission(tmp_path, rows)
+    records = _records(folder)[:-8]  # one base item's phases missing, counts made consistent
+    _rewrite(folder, records)
+    rule, file, message = _refusal(tmp_path, cache)
+    assert rule == "count" and "samples_" in file and "120 of 128" in message
+
+
+def test_missing_phase_is_refused(tmp_path, rows, cache):
+    folder = make_submission(tmp_path, rows)
+    records = [r for r in _records(folder) if r["doc"]["phase"] != 3]
+    _rewrite(folder, records)
+    assert _refusal(tmp_path, cache)[0] == "count"
+
+
+def test_doc_not_in_split_hash_rule(tmp_path, rows, cache):
+    folder = make_submission(tmp_path, rows)
+    records = _records(folder)
+    records[5]["doc"]["prompt"] = records[5]["doc"]["prompt"].replace("records", "recordz")
+    _rewrite(folder, records)
+    rule, _, message = _refusal(tmp_path, cache)
+    assert rule == "hash" and "sample 6" in message
+
+
+def test_prompt_hash_rule(tmp_path, rows, cache):
+    folder = make_submission(tmp_path, rows)
+    records = _records(folder)
+    records[0]["prompt_hash"] = "0" * 64
+    _rewrite(folder, records)
+    rule, _, message = _refusal(tmp_path, cache)
+    assert rule == "hash" and "prompt_hash" in message
+
+
+def test_other_tokenizer_is_refused(tmp_path, rows, cache):
+    bos = {"tokenizer": {"name": "deepseek-v4", "args": {"add_bos_token": "True"}}}
+    make_submission(tmp_path, rows, meta=bos)
+    rule, _, message = _refusal(tmp_path, cache)
+    assert rule == "tokenizer" and "samples were made with tokenizer" in message
+    shutil.rmtree(tmp_path / "acme__phase-model")
+    make_submission(tmp_path, rows, meta={"tokenizer": {"name": "no-such-alias"}})
+    assert _refusal(tmp_path, cache)[0] == "tokenizer"
+
+
+def test_tampered_sample_accuracy_is_refused(tmp_path, rows, cache):
+    folder = make_submission(tmp_path, rows, accuracy=[0.5] * 8)
+    records = _records(folder)
+    wrong = next(r for r in records if r["acc"] == 0.0)
+    wrong["acc"] = 1.0
+    _rewrite(folder, records)
+    rule, _, message = _refusal(tmp_path, cache)
+    assert rule == "metric" and "responses give 0.0" in message
+
+
+def test_tampered_reported_accuracy_is_refused(tmp_path, rows, cache):
+    folder = make_submission(tmp_path, rows, accuracy=[0.5] * 8)
+    path = next(folder.glob("results_*.json"))
+    data = json.loads(path.read_text())
+    data["results"][TASK]["acc,none"] += 0.01
+    path.write_text(json.dumps(data))
+    rule, file, message = _refusal(tmp_path, cache)
+    assert rule == "metric" and file.endswith(".json") and "acc,none" in message
+
+
+def test_max_length_rule(tmp_path, rows, cache):
+    make_submission(tmp_path, rows, max_length=130)  # 128-token prompts + 16 generated
+    rule, _, message = _refusal(tmp_path, cache)
+    assert rule == "max_length" and "144" in message
+
+
+def test_duplicates_are_refused_and_supersedes_replaces(tmp_path, rows, cache):
+    make_submission(tmp_path, rows, model="acme/m")
+    make_submission(tmp_path, rows, model="ACME/m")
+    outcome = _one(tmp_path, cache)
+    assert len(outcome.accepted) == 1
+    assert [p[0].rule for _, p in outcome.refused] == ["duplicate"]
+    shutil.rmtree(tmp_path / "ACME__m")
+    make_submission(
+        tmp_path, rows, model="acme/m", revision="f" * 40, meta={"supersedes": REVISION}
+    )
+    outcome = _one(tmp_path, cache)
+    assert [s.meta["revision"] for s in outcome.accepted] == ["f" * 40]
+    assert outcome.superseded and not outcome.refused
+
+
+# -- hostile input -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "meta",
+    [
+        {"kv_cache": "<script>alert(1)</script>"},
+        {"contact": "x\u0000y@example.org"},
+        {"model": "acme/<img src=x onerror=alert(1)>"},
+        {"tokenizer": {"name": "a/../../etc"}},
+        {"revision": "../../../etc/passwd"},
+    ],
+)
+def test_hostile_text_fields_are_refused(tmp_path, rows, cache, meta):
+    make_submission(tmp_path, rows)
+    folder = next(tmp_path.glob("*/*"))
+    data = yaml.safe_load((folder / "submission.yaml").read_text())
+    data.update(meta)
+    (folder / "submission.yaml").write_text(yaml.safe_dump(data))
+    rule, _, _ = _refusal(tmp_path, cache)
+    assert rule in {"schema", "path"}
+
+
+def test_nan_and_negative_counts_and_malformed_files(tmp_path, rows, cache):
+    folder = make_submission(tmp_path, rows)
+    path = next(folder.glob("results_*.json"))
+    text = path.read_text()
+    path.write_text(text.replace('"acc,none": ', '"acc,none": NaN, "x": ', 1))
+    assert _refusal(tmp_path, cache)[0] == "json"
+    path.write_text(text.replace('"effective": 128', '"effective": -1'))
+    assert _refusal(tmp_path, cache)[0] == "count"
+    path.write_text(text[: len(text) // 2])
+    assert _refusal(tmp_path, cache)[0] == "json"
+    path.write_text(text)
+    samples = next(folder.glob("samples_*"))
+    samples.write_bytes(b"\x1f\x8b garbage")
+    assert _refusal(tmp_path, cache)[0] == "json"
+
+
+def test_huge_and_symlinked_files_are_refused(tmp_path, rows, cache):
+    folder = make_submission(tmp_path, rows)
+    (folder / "submission.yaml").write_text("notes: '" + "x" * 70000 + "'\n")
+    assert _refusal(tmp_path, cache)[0] == "size"
+    shutil.rmtree(tmp_path / "acme__phase-model")
+    folder = make_submission(tmp_path, rows)
+    secret = tmp_path.parent / f"{tmp_path.name}-secret.json"
+    secret.write_text("{}")
+    (folder / "results_link.json").symlink_to(secret)
+    assert _refusal(tmp_path, cache)[0] == "path"
+
+
+def test_odd_folder_names_are_listed(tmp_path, rows, cache):
+    (tmp_path / "no-separator").mkdir()
+    (tmp_path / "a__b" / "..hidden").mkdir(parents=True)
+    outcome = _one(tmp_path, cache)
+    assert {p[0].rule for _, p in outcome.refused} == {"path"} and len(outcome.refused) == 2
+
+
+def test_mixed_build_publishes_the_good_and_reports_the_bad(tmp_path, rows, cache, monkeypatch):
+    import phasebench.leaderboard.validate as validate
+
+    monkeypatch.setattr(validate, "known_tasks", lambda tasks_dir=None: dict(TASKS))
+    subs = tmp_path / "subs"
+    make_submission(subs, rows, model="acme/good", accuracy=[0.9] * 8)
+    bad = make_submission(subs, rows, model="acme/tampered", accuracy=[0.5] * 8)
+    path = next(bad.glob("results_*.json"))
+    data = json.loads(path.read_text())
+    data["results"][TASK]["acc,none"] = 0.99
+    path.write_text(json.dumps(data))
+    evil = make_submission(subs, rows, model="acme/evil")
+    meta = yaml.safe_load((evil / "submission.yaml").read_text())
+    meta["notes"] = "<script>alert('x')</script>"
+    (evil / "submission.yaml").write_text(yaml.safe_dump(meta))
+    site = tmp_path / "site"
+    assert main(["leaderboard", "build", str(subs), "--out", str(site), "--quiet",
+                 "--cache", str(cache)]) == 0  # fmt: skip
+    board = json.loads((site / "leaderboard.json").read_text())
+    assert [r["model"] for r in board["rows"]] == ["acme/good"]
+    refused = {r["submission"]: r["problems"][0]["rule"] for r in board["rejections"]["refused"]}
+    assert refused == {f"acme__tampered/{REVISION}": "metric", f"acme__evil/{REVISION}": "schema"}
+    html = (site / "rejections.html").read_text()
+    assert "acme__tampered" in html and "<script>" not in html
+    index = (site / "index.html").read_text()
+    assert "reported, not reproduced" in index and "DeepSeek-V4-Flash-Base" in index
+    table = pd.read_parquet(site / "leaderboard.parquet")
+    assert list(table["model"]) == ["acme/good"] and "phase_7" in table.columns
+    per_phase = pd.read_parquet(site / "per_phase.parquet")
+    assert len(per_phase) == 8 and set(per_phase["phase"]) == set(range(8))
+
+
+def test_script_in_a_name_appears_escaped(tmp_path):
+    outcome_report = {
+        "accepted": [],
+        "superseded": [],
+        "refused": [
+            {
+                "submission": "<script>alert(1)</script>",
+                "problems": [{"rule": "path", "file": "<b>x</b>", "message": "m"}],
+            }
+        ],
+    }
+    board = {"rows": [], "reported": [], "models": {}, "rejections": outcome_report}
+    build_site(board, tmp_path / "site")
+    html = (tmp_path / "site" / "rejections.html").read_text()
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<script>alert" not in html
+
+
+def test_outputs_are_deterministic(tmp_path, rows, cache):
+    make_submission(tmp_path / "subs", rows, model="acme/a", accuracy=[0.9, 0.5] * 4)
+    make_submission(tmp_path / "subs", rows, model="acme/b", accuracy=[0.7] * 8)
+    digests = []
+    for name in ("one", "two"):
+        board = score(validate_all(tmp_path / "subs", tasks=TASKS, cache=cache), load_reported())
+        build_site(board, tmp_path / name)
+        digests.append({p.relative_to(tmp_path / name): p.read_bytes()
+                        for p in (tmp_path / name).rglob("*") if p.is_file()})  # fmt: skip
+    assert digests[0] == digests[1]
+    assert any(str(p).endswith(".svg") for p in digests[0])
+
+
+def test_rank_upper_bound_ties_overlapping_models(tmp_path, rows, cache):
+    make_submission(tmp_path, rows, model="acme/strong", accuracy=[1.0] * 8)
+    make_submission(tmp_path, rows, model="acme/strong2", accuracy=[0.97] * 8)
+    make_submission(tmp_path, rows, model="acme/weak", accuracy=[1, 1, 0, 0] * 2)
+    board = score(_one(tmp_path, cache))
+    ranks = {r["model"]: r["rank_worst"] for r in board["rows"]}
+    assert ranks["acme/strong"] == ranks["acme/strong2"] == 1 and ranks["acme/weak"] == 3
+
+
+def test_pack_keeps_what_validation_needs(tmp_path, rows, cache):
+    folder = make_submission(tmp_path / "raw", rows)
+    packed = tmp_path / "subs" / "acme__phase-model" / REVISION
+    pack(folder, packed, folder / "submission.yaml")
+    sample_file = next(packed.glob("samples_*.jsonl.gz"))
+    first = json.loads(gzip.decompress(sample_file.read_bytes()).splitlines()[0])
+    assert first["doc"]["prompt"] is None and first["packed_fields"] == ["prompt"]
+    assert "arguments" not in first and first["doc_hash"] and first["filtered_resps"]
+    raw_size = next(folder.glob("samples_*.jsonl")).stat().st_size
+    assert sample_file.stat().st_size * 5 < raw_size
+    outcome = _one(tmp_path / "subs", cache)
+    assert len(outcome.accepted) == 1, outcome.report_lines()
+    again = tmp_path / "again"
+    pack(folder, again)
+    assert (again / sample_file.name).read_bytes() == sample_file.read_bytes()
+
+
+def test_cli_validate_reports_and_exits_1(tmp_path, rows, cache, capsys, monkeypatch):
+    import phasebench.leaderboard.validate as validate
+
+    monkeypatch.setattr(validate, "known_tasks", lambda tasks_dir=None: dict(TASKS))
+    make_submission(tmp_path, rows, meta={"license": "<b>"})
+    report = tmp_path / "report.json"
+    code = main(["leaderboard", "validate", str(tmp_path), "--quiet", "--report", str(report)])
+    assert code == 1
+    assert "REFUSED" in capsys.readouterr().out
+    assert json.loads(report.read_text())["refused"][0]["problems"][0]["rule"] == "schema"
+    assert main(["leaderboard", "validate", str(tmp_path / "nope")]) == 2
+
+
+def test_shipped_copies_are_identical():
+    package = ROOT / "phasebench" / "leaderboard"
+    assert (package / "submission.schema.json").read_bytes() == (
+        ROOT / "leaderboard" / "submission.schema.json"
+    ).read_bytes()
+    assert (package / "reported_results.json").read_bytes() == (
+        ROOT / "leaderboard" / "reported" / "reported_results.json"
+    ).read_bytes()
