@@ -33,7 +33,6 @@ def _require(module: str, what: str) -> None:
 def generate_split(out: Path, length: int, n_base: int, seed: int = 0) -> Path:
     """The demo's ``kv`` config for the reference tokenizer (the same for every variant)."""
     from phasebench.build import generate
-    from phasebench.reference import weights_dir
     from phasebench.specs import SplitSpec
 
     spec = SplitSpec(
@@ -41,7 +40,7 @@ def generate_split(out: Path, length: int, n_base: int, seed: int = 0) -> Path:
         length=length,
         n_base=n_base,
         seed=seed,
-        tokenizer=str(weights_dir() / DEMO_VARIANTS[0]),
+        tokenizer="phasebench-ref",
     )
     generate([spec], out, num_proc=1, shard=(0, 1), overwrite=True, progress=False)
     return out
@@ -51,8 +50,6 @@ def evaluate_models(
     splits: Path, out: Path, length: int, variants=DEMO_VARIANTS, progress: bool = True
 ) -> Path:
     """Run lm-eval's ``hf`` backend on each reference model; per-sample logs under ``out``."""
-    import json
-
     from lm_eval import simple_evaluate
     from lm_eval.loggers import EvaluationTracker
     from lm_eval.tasks import TaskManager
@@ -62,24 +59,26 @@ def evaluate_models(
     from phasebench.reference.model import register
 
     register()
-    manager = TaskManager(include_path=tasks_dir())
     for variant in variants:
         folder = weights_dir() / variant
         if progress:
             print(f"evaluating {variant} through lm-eval ...", flush=True)
+        model_args = {
+            "pretrained": str(folder),
+            "backend": "causal",
+            "dtype": "float32",
+            "device": "cpu",
+        }
+        # lm-eval hands model args and metadata to the task's dataset loader only through the
+        # TaskManager (as its CLI does), so build one per model
+        metadata = model_args | {"dataset_path": str(splits), "max_seq_lengths": [length]}
         results = simple_evaluate(
             model="hf",
-            model_args={
-                "pretrained": str(folder),
-                "backend": "causal",
-                "dtype": "float32",
-                "device": "cpu",
-            },
+            model_args=model_args,
             tasks=["phasebench_kv"],
-            task_manager=manager,
+            task_manager=TaskManager(include_path=tasks_dir(), metadata=metadata),
             batch_size=32,
             log_samples=True,
-            metadata={"dataset_path": str(splits), "max_seq_lengths": [length]},
             random_seed=0,
             numpy_random_seed=0,
             torch_random_seed=0,
@@ -89,14 +88,20 @@ def evaluate_models(
         results["config"]["model_name"] = f"phasebench-ref-{variant}"
         tracker.general_config_tracker.model_name = f"phasebench-ref-{variant}"
         tracker.general_config_tracker.model_name_sanitized = f"phasebench-ref-{variant}"
-        tracker.save_results_aggregated(results=results, samples=results["samples"])
+        samples = results.pop("samples")  # as lm-eval's CLI does before saving
+        tracker.save_results_aggregated(results=results, samples=samples)
         for task in results["configs"]:
-            tracker.save_results_samples(task=task, samples=results["samples"][task])
-        del json
+            tracker.save_results_samples(task_name=task, samples=samples[task])
     return out
 
 
-def run_demo(out: Path, n_base: int = 64, length: int = 192, progress: bool = True) -> dict:
+def run_demo(
+    out: Path,
+    n_base: int = 64,
+    length: int = 192,
+    progress: bool = True,
+    variants: tuple[str, ...] = DEMO_VARIANTS,
+) -> dict:
     """The whole pipeline; returns the paths it wrote."""
     _require("torch", "the 'reference' extra")
     _require("lm_eval", "the 'lmeval' extra")
@@ -112,30 +117,78 @@ def run_demo(out: Path, n_base: int = 64, length: int = 192, progress: bool = Tr
     splits = generate_split(out / "splits", length, n_base)
     runs_dir = out / "lm_eval"
     shutil.rmtree(runs_dir, ignore_errors=True)
-    evaluate_models(splits, runs_dir, length, progress=progress)
+    evaluate_models(splits, runs_dir, length, variants=variants, progress=progress)
     runs, _ = load_runs([runs_dir])
     report = build_report(runs)
     report_path = write_json(report, out / "report.json")
     plots = write_plots(report, out / "plots")
     paths = {"splits": str(splits), "lm_eval": str(runs_dir), "report": str(report_path)}
     paths["plots"] = [str(p) for p in plots]
-    site = _build_site(out, report_path)
-    if site is not None:
-        paths["site"] = str(site)
+    site = _build_site(out, runs_dir, variants)
+    paths["site"] = str(site)
     if progress:
+        print(f"splits:  {splits}")
+        print(f"lm-eval: {runs_dir}")
         print(f"report:  {report_path}")
         print(f"plots:   {out / 'plots'}")
-        if site is not None:
-            print(f"site:    {site}")
+        print(f"site:    {site}  (open it in a browser)")
     return paths
 
 
-def _build_site(out: Path, report_path: Path) -> Path | None:
-    """The leaderboard helper's site builder, when it exists in this checkout."""
-    import importlib.util
+#: What each variant does to distant context, for the leaderboard's ``kv_cache`` column.
+KV_CACHE = {
+    "full": "none, full attention (reference negative control)",
+    "gate-w8s4": "CSA-like: window 8 stride 4, learned gate with per-slot bias, local window 4",
+    "mean-w8s4": "chunked: window 8 stride 4, mean pooling, local window 4",
+    "gate-w8s2": "CSA-like: window 8 stride 2, learned gate with per-slot bias, local window 4",
+    "mean-w8s2": "chunked: window 8 stride 2, mean pooling, local window 4",
+}
 
-    if importlib.util.find_spec("phasebench.leaderboard.build") is None:
-        return None
-    from phasebench.leaderboard.build import build_site  # type: ignore[import-not-found]
 
-    return build_site(reports=[report_path], out=out / "site")
+def _revision(folder: Path) -> str:
+    """The weights' identity: first 40 hex digits of the SHA-256 of model.safetensors."""
+    import hashlib
+
+    return hashlib.sha256((folder / "model.safetensors").read_bytes()).hexdigest()[:40]
+
+
+def _build_site(out: Path, runs_dir: Path, variants=DEMO_VARIANTS) -> Path:
+    """Pack each run as a leaderboard submission, validate and score them, render the site."""
+    import yaml
+
+    from phasebench.leaderboard.pack import pack
+    from phasebench.leaderboard.render import build_site
+    from phasebench.leaderboard.score import load_reported, score
+    from phasebench.leaderboard.validate import validate_all
+    from phasebench.reference import weights_dir
+
+    submissions = out / "submissions"
+    shutil.rmtree(submissions, ignore_errors=True)
+    for variant in variants:
+        revision = _revision(weights_dir() / variant)
+        meta = {
+            "model": f"phasebench/ref-{variant}",
+            "revision": revision,
+            "precision": "float32",
+            "backend": "hf",
+            "kv_cache": KV_CACHE[variant],
+            "chat_template": False,
+            "license": "Apache-2.0",
+            "contact": "phasebench demo (reference models)",
+            "max_length": 2048,
+            "tokenizer": {"name": "phasebench-ref"},
+            "notes": "phasebench reference model trained from scratch on CPU (phasebench demo)",
+        }
+        folder = submissions / f"phasebench__ref-{variant}" / revision
+        folder.mkdir(parents=True)
+        (out / f".{variant}.submission.yaml").write_text(yaml.safe_dump(meta, sort_keys=True))
+        pack(runs_dir / variant, folder, out / f".{variant}.submission.yaml")
+        (out / f".{variant}.submission.yaml").unlink()
+    outcome = validate_all(submissions, cache=str(out / "validate-cache"))
+    refused = [line for line in outcome.report_lines() if "refused" in line.lower()]
+    if outcome.refused:
+        raise PhasebenchError(f"the demo's own submissions were refused: {'; '.join(refused)}")
+    board = score(outcome, load_reported())
+    site = out / "site"
+    build_site(board, site)
+    return site / "index.html"

@@ -228,8 +228,11 @@ class PhaseRefModel(PreTrainedModel, GenerationMixin):
         input_ids: torch.Tensor,
         attention_mask: torch.Tensor | None = None,
         labels: torch.Tensor | None = None,
+        logits_to_keep: int = 0,
         **kwargs,
     ) -> CausalLMOutput:
+        """Logits for every position, or for the last ``logits_to_keep`` ones (generation asks
+        for 1; the full vocabulary at every position would dominate the cost)."""
         if attention_mask is not None and not bool(attention_mask.all()):
             h = torch.zeros(*input_ids.shape, self.config.d_model, device=input_ids.device)
             for i in range(input_ids.shape[0]):
@@ -238,9 +241,9 @@ class PhaseRefModel(PreTrainedModel, GenerationMixin):
                     h[i, keep] = self.hidden(input_ids[i, keep][None])[0]
         else:
             h = self.hidden(input_ids)
-        logits = self.logits_at(h)
+        logits = self.logits_at(h[:, -logits_to_keep:] if logits_to_keep else h)
         loss = None
-        if labels is not None:
+        if labels is not None and not logits_to_keep:
             loss = F.cross_entropy(
                 logits[:, :-1].reshape(-1, logits.shape[-1]),
                 labels[:, 1:].reshape(-1),
@@ -253,7 +256,7 @@ class PhaseRefModel(PreTrainedModel, GenerationMixin):
         return False  # no KV cache: each generation step re-runs the whole (short) sequence
 
     def prepare_inputs_for_generation(self, input_ids, attention_mask=None, **kwargs) -> dict:
-        return {"input_ids": input_ids, "attention_mask": attention_mask}
+        return {"input_ids": input_ids, "attention_mask": attention_mask, "logits_to_keep": 1}
 
 
 def register() -> None:

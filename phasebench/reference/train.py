@@ -8,6 +8,7 @@ give the same weights on the same torch build. ``torch.set_num_threads`` is left
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -121,13 +122,12 @@ def train(
                 on_log(step + 1, model)
     model.eval()
     save(model, tok_dir, out, {"variant": variant, "settings": asdict(settings), "log": log})
+    shutil.rmtree(tok_dir, ignore_errors=True)
     return {"variant": variant, "out": str(out), "log": log}
 
 
 def save(model: PhaseRefModel, tok_dir: Path, out: Path, info: dict) -> None:
     """Write the model folder under a temporary name, then rename it into place."""
-    import shutil
-
     tmp = out.parent / f".{out.name}.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     model.save_pretrained(tmp, safe_serialization=True)
@@ -136,4 +136,3 @@ def save(model: PhaseRefModel, tok_dir: Path, out: Path, info: dict) -> None:
     (tmp / "training.json").write_text(json.dumps(info, indent=1) + "\n")
     shutil.rmtree(out, ignore_errors=True)
     tmp.rename(out)
-    shutil.rmtree(tok_dir, ignore_errors=True)
