@@ -32,10 +32,23 @@ def _evaluate(args: argparse.Namespace) -> int:
     import torch
 
     from phasebench.reference.evaluate import evaluate_folder
+    from phasebench.stats import phase_matrix, summarize
 
     torch.set_num_threads(args.threads)
     result = evaluate_folder(Path(args.model), length=args.length, n_base=args.n_base)
-    print(json.dumps(result, indent=1))
+    rows = result["rows"]
+    matrix = phase_matrix(
+        [r["base_id"] for r in rows], [r["phase"] for r in rows], result["correct"], 8
+    )
+    summary = summarize(matrix, seed=0).to_dict()
+    keep = ("acc", "worst_phase", "best_phase", "gap", "p_value", "dominant_period")
+    print(
+        json.dumps(
+            {"model": result["model"], "per_phase": result["per_phase"]}
+            | {k: summary[k] for k in keep},
+            indent=1,
+        )
+    )
     return 0
 
 
