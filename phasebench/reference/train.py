@@ -1,0 +1,138 @@
+"""Train the reference models from scratch on CPU with a fixed seed and a fixed step budget.
+
+A step budget (not a time budget) keeps training reproducible: the same variant, steps and seed
+give the same weights on the same torch build. ``torch.set_num_threads`` is left to the caller
+(the CLI sets 1 thread by default), since thread count can change float summation order.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+from torch.nn import functional as F
+
+from phasebench.errors import PhasebenchError
+from phasebench.reference import data
+from phasebench.reference.model import PhaseRefConfig, PhaseRefModel
+from phasebench.reference.tokenizer import MAX_COMPONENTS, component_table, save_tokenizer
+from phasebench.reference.tokenizer import vocabulary as build_vocabulary
+from phasebench.tokenization import load_tokenizer
+
+#: Variant name -> attention settings. Names say what the model does to distant context.
+VARIANTS: dict[str, dict] = {
+    "full": {"attention": "full"},
+    "gate-w8s4": {"attention": "gate", "window": 8, "stride": 4},
+    "mean-w8s4": {"attention": "mean", "window": 8, "stride": 4},
+    "gate-w8s2": {"attention": "gate", "window": 8, "stride": 2},
+    "mean-w8s2": {"attention": "mean", "window": 8, "stride": 2},
+}
+
+
+@dataclass(frozen=True)
+class TrainSettings:
+    steps: int = 1000
+    batch_size: int = 8
+    length: int = 192
+    lr: float = 1e-2
+    warmup: int = 100
+    seed: int = 0
+    d_model: int = 64
+    n_layer: int = 2
+    n_head: int = 4
+    d_ff: int = 128
+
+
+def make_model(variant: str, settings: TrainSettings) -> PhaseRefModel:
+    if variant not in VARIANTS:
+        raise PhasebenchError(
+            f"unknown reference variant {variant!r}; expected one of {', '.join(VARIANTS)}"
+        )
+    tokens = build_vocabulary()
+    table, n_components = component_table(tokens)
+    config = PhaseRefConfig(
+        vocab_size=len(tokens),
+        n_components=n_components,
+        max_components=MAX_COMPONENTS,
+        d_model=settings.d_model,
+        n_layer=settings.n_layer,
+        n_head=settings.n_head,
+        d_ff=settings.d_ff,
+        **VARIANTS[variant],
+    )
+    torch.manual_seed(settings.seed)  # parameter init is torch's; seeded, then used once
+    model = PhaseRefModel(config)
+    model.component_ids.copy_(torch.tensor(table, dtype=torch.int32))
+    model.retrieval_start()
+    return model
+
+
+def answer_loss(model: PhaseRefModel, batch: data.Batch) -> torch.Tensor:
+    """Cross-entropy on answer tokens only (logits computed only where they are needed)."""
+    h = model.hidden(batch.input_ids)[:, :-1]
+    target = batch.labels[:, 1:]
+    keep = target != -100
+    return F.cross_entropy(model.logits_at(h[keep]), target[keep])
+
+
+def train(
+    variant: str,
+    out: Path,
+    settings: TrainSettings = TrainSettings(),
+    progress: bool = True,
+    on_log=None,
+) -> dict:
+    """Train ``variant`` and save it (weights, config, tokenizer, training log) into ``out``."""
+    out = Path(out)
+    tok_dir = out.parent / f".{out.name}.tokenizer"
+    save_tokenizer(tok_dir)
+    tok = load_tokenizer(str(tok_dir))
+    model = make_model(variant, settings)
+    opt = torch.optim.AdamW(model.parameters(), lr=settings.lr, weight_decay=0.01)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt,
+        lambda s: min(1.0, (s + 1) / settings.warmup) * max(0.05, 1 - s / max(1, settings.steps)),
+    )
+    stream = data.batches(tok, settings.length, settings.batch_size, settings.seed)
+    log = []
+    start = time.monotonic()
+    model.train()
+    running = 0.0
+    for step in range(settings.steps):
+        batch = next(stream)
+        loss = answer_loss(model, batch)
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        running += loss.item()
+        if (step + 1) % 25 == 0 or step + 1 == settings.steps:
+            entry = {"step": step + 1, "loss": round(running / 25, 4)}
+            entry["seconds"] = round(time.monotonic() - start, 1)
+            log.append(entry)
+            running = 0.0
+            if progress:
+                print(f"{variant} step {entry['step']} loss {entry['loss']} {entry['seconds']}s")
+            if on_log is not None:
+                on_log(step + 1, model)
+    model.eval()
+    save(model, tok_dir, out, {"variant": variant, "settings": asdict(settings), "log": log})
+    shutil.rmtree(tok_dir, ignore_errors=True)
+    return {"variant": variant, "out": str(out), "log": log}
+
+
+def save(model: PhaseRefModel, tok_dir: Path, out: Path, info: dict) -> None:
+    """Write the model folder under a temporary name, then rename it into place."""
+    tmp = out.parent / f".{out.name}.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.save_pretrained(tmp, safe_serialization=True)
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(tok_dir / name, tmp / name)
+    (tmp / "training.json").write_text(json.dumps(info, indent=1) + "\n")
+    shutil.rmtree(out, ignore_errors=True)
+    tmp.rename(out)

@@ -1,0 +1,157 @@
+"""Reference models: tokenizer, causality of the compressed attention, retraining, loading the
+way lm-eval's ``hf`` backend loads them, and the phase checks on the committed weights."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+torch = pytest.importorskip("torch")  # the `reference` extra; installed in CI
+
+from phasebench.families import kv  # noqa: E402
+from phasebench.reference import weights_dir  # noqa: E402
+from phasebench.reference.model import PhaseRefModel, register  # noqa: E402
+from phasebench.reference.tokenizer import save_tokenizer  # noqa: E402
+from phasebench.reference.train import VARIANTS, TrainSettings, make_model, train  # noqa: E402
+from phasebench.specs import SplitSpec  # noqa: E402
+from phasebench.tokenization import load_tokenizer  # noqa: E402
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+torch.set_num_threads(1)
+
+
+@pytest.fixture(scope="module")
+def tok(tmp_path_factory):
+    folder = save_tokenizer(tmp_path_factory.mktemp("tok"))
+    return load_tokenizer(str(folder))
+
+
+def test_kv_record_is_five_tokens_and_round_trips(tok):
+    text = kv.record("abc123", "45678")
+    pieces = tok.hf.convert_ids_to_tokens(tok.encode(text))
+    assert pieces == ["abc", "123", ": ", "456", "78\n"]
+    assert tok.hf.decode(tok.encode(text)) == text
+    assert tok.prefix_ids == () and tok.suffix_ids == ()
+
+
+def test_phasebench_builds_exact_kv_splits_for_the_reference_tokenizer(tok):
+    spec = SplitSpec(family="kv", length=256, n_base=16, seed=3, tokenizer=tok.name)
+    plan = kv.prepare(spec, tok)  # checks every seam kind and one prompt on the exact path
+    rows = list(plan.render(range(2)))
+    for row in rows:
+        kv.exact_check(plan, row)
+        assert "[UNK]" not in tok.hf.convert_ids_to_tokens(tok.encode(row["prompt"]))
+    assert sorted(r["phase"] for r in rows[:8]) == list(range(8))
+
+
+@pytest.mark.parametrize("variant", ["gate-w8s4", "mean-w8s2", "full"])
+def test_attention_is_causal(variant):
+    """Changing token t must not change any output before t (no compressed entry leaks)."""
+    torch.manual_seed(0)
+    model = make_model(variant, TrainSettings()).eval()
+    ids = torch.randint(3, 1000, (1, 40))
+    with torch.no_grad():
+        base = model(ids).logits
+        for t in (9, 17, 30):
+            changed = ids.clone()
+            changed[0, t] = (changed[0, t] + 7) % 1000 + 3
+            out = model(changed).logits
+            assert torch.allclose(out[0, :t], base[0, :t], atol=1e-5)
+            assert not torch.allclose(out[0, t:], base[0, t:], atol=1e-5)
+
+
+@pytest.mark.parametrize("variant,stride", [("mean-w8s4", 4), ("mean-w8s2", 2)])
+def test_compressed_grid_is_anchored_at_position_zero(variant, stride):
+    """Entry j pools exactly tokens [j*S, j*S + 8) and becomes visible at position j*S + 8."""
+    model = make_model(variant, TrainSettings())
+    attn = model.blocks[0].attn
+    T = 30
+    k = torch.arange(T, dtype=torch.float32).view(1, 1, T, 1).expand(1, 4, T, 1)
+    kc, vc, ends = attn._compress(torch.zeros(1, T, 64), k, k)
+    J = (T - 8) // stride + 1
+    assert ends.tolist() == [j * stride + 8 for j in range(J)]
+    expected = torch.tensor([j * stride + 3.5 for j in range(J)])
+    assert torch.allclose(kc[0, 0, :, 0], expected) and torch.allclose(vc[0, 0, :, 0], expected)
+
+
+def test_left_padding_gives_the_unpadded_outputs():
+    """lm-eval pads batches on the left; positions must still start at the first real token."""
+    torch.manual_seed(0)
+    model = make_model("gate-w8s4", TrainSettings()).eval()
+    short, long = torch.randint(3, 1000, (1, 20)), torch.randint(3, 1000, (1, 27))
+    batch = torch.cat([torch.cat([torch.zeros(1, 7, dtype=torch.long), short], 1), long])
+    mask = torch.cat([torch.cat([torch.zeros(1, 7), torch.ones(1, 20)], 1), torch.ones(1, 27)])
+    with torch.no_grad():
+        padded = model(batch, attention_mask=mask.long()).logits
+        alone = model(short).logits
+    assert torch.allclose(padded[0, 7:], alone[0], atol=1e-5)
+
+
+def test_retraining_with_a_tiny_budget_saves_a_loadable_model(tmp_path):
+    settings = TrainSettings(steps=3, batch_size=2, warmup=1)
+    out = tmp_path / "mean-w8s4"
+    train("mean-w8s4", out, settings, progress=False)
+    again = tmp_path / "again"
+    train("mean-w8s4", again, settings, progress=False)
+    assert (out / "model.safetensors").read_bytes() == (again / "model.safetensors").read_bytes()
+    register()
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(str(out))
+    assert isinstance(model, PhaseRefModel) and model.config.attention == "mean"
+    hf_tok = AutoTokenizer.from_pretrained(str(out))
+    enc = hf_tok("abc123: 45678\nAnswer: the value of abc123 is", return_tensors="pt")
+    gen = model.generate(**enc, max_new_tokens=3, do_sample=False, pad_token_id=0)
+    assert gen.shape == (1, enc["input_ids"].shape[1] + 3)
+    assert not (tmp_path / ".mean-w8s4.tmp").exists()
+
+
+def test_every_variant_is_committed():
+    for variant in VARIANTS:
+        folder = weights_dir() / variant
+        assert (folder / "model.safetensors").exists(), variant
+        assert (folder / "tokenizer.json").exists(), variant
+        n = sum(p.numel() for p in PhaseRefModel.from_pretrained(folder).parameters())
+        assert 50_000 < n < 1_000_000
+
+
+def _phase_summary(variant: str, n_base: int):
+    from phasebench.reference.evaluate import evaluate_folder
+    from phasebench.stats import phase_matrix, summarize
+
+    result = evaluate_folder(weights_dir() / variant, length=192, n_base=n_base)
+    rows = result["rows"]
+    matrix = phase_matrix(
+        [r["base_id"] for r in rows], [r["phase"] for r in rows], result["correct"], 8
+    )
+    return summarize(matrix, n_boot=200, n_perm=500, seed=0)
+
+
+@pytest.mark.slow
+def test_committed_full_attention_control_shows_no_phase_gap():
+    """The negative control: no significant gap. (The positive controls' checks, W8/S4 p < 0.01
+    with period 4 and stride-2 period 2, are not asserted: the committed weights are
+    under-trained and do not meet them yet; see docs/reference.md.)"""
+    full = _phase_summary("full", 32)
+    assert full.p_value > 0.05
+    assert full.acc < 0.98
+
+
+@pytest.mark.slow
+def test_demo_end_to_end(tmp_path):
+    """Split generation, lm-eval on two reference models, report, plots and the site."""
+    import json
+
+    from phasebench.demo import run_demo
+
+    paths = run_demo(tmp_path / "demo", n_base=16, progress=False, variants=("full", "gate-w8s4"))
+    report = json.loads((tmp_path / "demo" / "report.json").read_text())
+    assert sorted(report["runs"]) == ["phasebench-ref-full", "phasebench-ref-gate-w8s4"]
+    for run in report["runs"].values():
+        entry = run["tasks"]["phasebench_kv"]["192"]
+        assert len(entry["per_phase"]) == 8 and 0.0 <= entry["acc"] <= 1.0
+    assert any(p.endswith(".png") for p in paths["plots"])
+    site = tmp_path / "demo" / "site" / "index.html"
+    assert paths["site"] == str(site) and "ref-gate-w8s4" in site.read_text()
