@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -62,16 +61,9 @@ def run_lmeval(
     cwd: Path, model_args: str, tasks: str, metadata: dict, out: str = "out", extra: tuple = ()
 ) -> subprocess.CompletedProcess:
     """The real ``lm_eval`` CLI with phasebench's tasks folder, offline, one thread."""
-    env = dict(os.environ)
-    env.update(
-        HF_HUB_OFFLINE="1",
-        HF_DATASETS_OFFLINE="1",
-        TRANSFORMERS_OFFLINE="1",
-        TOKENIZERS_PARALLELISM="false",
-        OMP_NUM_THREADS="1",
-        PHASEBENCH_CACHE=str(cwd / "cache"),
-        PYTHONPATH=os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]),
-    )
+    from lmeval_run import env as offline_env
+
+    env = offline_env(cwd / "cache")
     command = [
         sys.executable, "-m", "lm_eval", "--model", "hf", "--model_args", model_args,
         "--tasks", tasks, "--include_path", str(ROOT / "tasks"), "--device", "cpu",
