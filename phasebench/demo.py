@@ -97,8 +97,8 @@ def evaluate_models(
 
 def run_demo(
     out: Path,
-    n_base: int = 64,
-    length: int = 192,
+    n_base: int | None = None,
+    length: int | None = None,
     progress: bool = True,
     variants: tuple[str, ...] = DEMO_VARIANTS,
 ) -> dict:
@@ -109,8 +109,11 @@ def run_demo(
     os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
     import torch
 
+    from phasebench.reference import DEMO_N_BASE, EVAL_LENGTH
     from phasebench.report import build_report, load_runs, write_json, write_plots
 
+    length = EVAL_LENGTH if length is None else length
+    n_base = DEMO_N_BASE if n_base is None else n_base
     torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

@@ -4,13 +4,14 @@ way lm-eval's ``hf`` backend loads them, and the phase checks on the committed w
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
 torch = pytest.importorskip("torch")  # the `reference` extra; installed in CI
 
 from phasebench.families import kv  # noqa: E402
-from phasebench.reference import weights_dir  # noqa: E402
+from phasebench.reference import DEMO_N_BASE, weights_dir  # noqa: E402
 from phasebench.reference.model import PhaseRefModel, register  # noqa: E402
 from phasebench.reference.tokenizer import save_tokenizer  # noqa: E402
 from phasebench.reference.train import VARIANTS, TrainSettings, make_model, train  # noqa: E402
@@ -28,12 +29,23 @@ def tok(tmp_path_factory):
     return load_tokenizer(str(folder))
 
 
-def test_kv_record_is_five_tokens_and_round_trips(tok):
+def test_kv_record_is_four_tokens_and_round_trips(tok):
     text = kv.record("abc123", "45678")
     pieces = tok.hf.convert_ids_to_tokens(tok.encode(text))
-    assert pieces == ["abc", "123", ": ", "456", "78\n"]
+    assert pieces == ["abc", "123", ": 456", "78\n"]
+    answer = tok.hf.convert_ids_to_tokens(tok.encode("Answer: the value of abc123 is 45678\n"))
+    assert answer[-4:] == ["123", " is", " 456", "78\n"]
     assert tok.hf.decode(tok.encode(text)) == text
     assert tok.prefix_ids == () and tok.suffix_ids == ()
+
+
+def test_committed_tokenizer_is_the_one_the_code_builds(tmp_path):
+    """The shipped ``phasebench-ref`` tokenizer and every model folder's copy are rebuilt from
+    ``tokenizer.py``: a change to the vocabulary without retraining fails here."""
+    fresh = (save_tokenizer(tmp_path) / "tokenizer.json").read_bytes()
+    assert (weights_dir() / "tokenizer" / "tokenizer.json").read_bytes() == fresh
+    for variant in VARIANTS:
+        assert (weights_dir() / variant / "tokenizer.json").read_bytes() == fresh, variant
 
 
 def test_phasebench_builds_exact_kv_splits_for_the_reference_tokenizer(tok):
@@ -117,41 +129,79 @@ def test_every_variant_is_committed():
         assert 50_000 < n < 1_000_000
 
 
-def _phase_summary(variant: str, n_base: int):
-    from phasebench.reference.evaluate import evaluate_folder
-    from phasebench.stats import phase_matrix, summarize
-
-    result = evaluate_folder(weights_dir() / variant, length=192, n_base=n_base)
-    rows = result["rows"]
-    matrix = phase_matrix(
-        [r["base_id"] for r in rows], [r["phase"] for r in rows], result["correct"], 8
-    )
-    return summarize(matrix, n_boot=200, n_perm=500, seed=0)
-
-
-@pytest.mark.slow
-def test_committed_full_attention_control_shows_no_phase_gap():
-    """The negative control: no significant gap. (The positive controls' checks, W8/S4 p < 0.01
-    with period 4 and stride-2 period 2, are not asserted: the committed weights are
-    under-trained and do not meet them yet; see docs/reference.md.)"""
-    full = _phase_summary("full", 32)
-    assert full.p_value > 0.05
-    assert full.acc < 0.98
-
-
-@pytest.mark.slow
-def test_demo_end_to_end(tmp_path):
-    """Split generation, lm-eval on two reference models, report, plots and the site."""
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    """``phasebench demo`` on its defaults: kv split for the reference tokenizer, lm-eval on every
+    committed model (per-sample logs), report, plots, leaderboard site."""
     import json
 
     from phasebench.demo import run_demo
 
-    paths = run_demo(tmp_path / "demo", n_base=16, progress=False, variants=("full", "gate-w8s4"))
-    report = json.loads((tmp_path / "demo" / "report.json").read_text())
-    assert sorted(report["runs"]) == ["phasebench-ref-full", "phasebench-ref-gate-w8s4"]
-    for run in report["runs"].values():
-        entry = run["tasks"]["phasebench_kv"]["192"]
-        assert len(entry["per_phase"]) == 8 and 0.0 <= entry["acc"] <= 1.0
-    assert any(p.endswith(".png") for p in paths["plots"])
-    site = tmp_path / "demo" / "site" / "index.html"
-    assert paths["site"] == str(site) and "ref-gate-w8s4" in site.read_text()
+    out = tmp_path_factory.mktemp("demo") / "demo"
+    paths = run_demo(out, progress=False)
+    return paths, json.loads((out / "report.json").read_text())
+
+
+def _kv_entry(report: dict, variant: str) -> dict:
+    from phasebench.reference import EVAL_LENGTH
+
+    return report["runs"][f"phasebench-ref-{variant}"]["tasks"]["phasebench_kv"][str(EVAL_LENGTH)]
+
+
+@pytest.mark.slow
+def test_demo_end_to_end(demo):
+    """Every stage of the demo wrote its part, for every committed model."""
+    paths, report = demo
+    assert sorted(report["runs"]) == sorted(f"phasebench-ref-{v}" for v in VARIANTS)
+    for variant in VARIANTS:
+        entry = _kv_entry(report, variant)
+        assert len(entry["per_phase"]) == 8 and entry["n_base"] == DEMO_N_BASE
+    assert any(p.endswith("mean-w8s4__phasebench_kv__512.profile.png") for p in paths["plots"])
+    site = (Path(paths["site"])).read_text()
+    assert all(f"ref-{v}" in site for v in VARIANTS)
+
+
+#: The committed models that carry the positive checks (docs/reference.md has all five).
+POSITIVE_W8S4 = "mean-w8s4"
+POSITIVE_W8S2 = "gate-w8s2"
+
+
+@pytest.mark.slow
+def test_full_attention_control_shows_no_phase_gap(demo):
+    """The negative control, through lm-eval on the committed weights: no significant gap."""
+    entry = _kv_entry(demo[1], "full")
+    assert entry["p_value"] > 0.05 and not entry["significant"]
+
+
+@pytest.mark.slow
+def test_full_attention_control_is_flat_where_it_does_the_task():
+    """At 512 tokens the full-attention control is past the reach of its RoPE training (128
+    tokens) and scores low; at 192 tokens it does the task, and is still flat across phases."""
+    from phasebench.reference.evaluate import evaluate_folder
+    from phasebench.stats import phase_matrix, summarize
+
+    result = evaluate_folder(weights_dir() / "full", length=192, n_base=DEMO_N_BASE)
+    rows = result["rows"]
+    matrix = phase_matrix(
+        [r["base_id"] for r in rows], [r["phase"] for r in rows], result["correct"], 8
+    )
+    summary = summarize(matrix, seed=0)
+    assert 0.6 < summary.acc < 0.99
+    assert summary.p_value > 0.05
+
+
+@pytest.mark.slow
+def test_w8s4_compression_shows_a_period_4_gap(demo):
+    """The positive control: a W8/S4 compressed model's gap is significant, with period 4."""
+    entry = _kv_entry(demo[1], POSITIVE_W8S4)
+    assert entry["p_value"] < 0.01
+    assert entry["dominant_period"] == 4
+
+
+@pytest.mark.slow
+def test_stride_2_compression_has_period_2(demo):
+    """A stride-2 compressed model's phase profile has period 2 (even phases above odd)."""
+    entry = _kv_entry(demo[1], POSITIVE_W8S2)
+    assert entry["dominant_period"] == 2
+    folded = entry["folded"]["2"]
+    assert folded[0] > folded[1]

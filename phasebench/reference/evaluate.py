@@ -56,14 +56,19 @@ def phase_accuracy(rows: Sequence[dict], correct: Sequence[int], modulus: int) -
     return np.array([c[phases == p].mean() for p in range(modulus)])
 
 
-def evaluate_folder(folder, length: int = 192, n_base: int = 64, seed: int = 0) -> dict:
+def evaluate_folder(
+    folder, length: int | None = None, n_base: int | None = None, seed: int = 0
+) -> dict:
     """Phase profile of a saved model on a freshly generated ``kv`` config for its tokenizer."""
     from pathlib import Path
 
     from phasebench.families import kv
+    from phasebench.reference import DEMO_N_BASE, EVAL_LENGTH
     from phasebench.specs import SplitSpec
     from phasebench.tokenization import load_tokenizer
 
+    length = EVAL_LENGTH if length is None else length
+    n_base = DEMO_N_BASE if n_base is None else n_base
     folder = Path(folder)
     model = PhaseRefModel.from_pretrained(folder).eval()
     tok = load_tokenizer(str(folder))

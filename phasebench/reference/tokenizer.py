@@ -1,17 +1,22 @@
 """The reference models' own tokenizer: a word-level vocabulary shaped for the ``kv`` family.
 
-A ``kv`` record ``abc123: 45678\\n`` encodes to five tokens ``abc | 123 | ": " | 456 | 78\\n``,
-close to the stride of the compressed models (4). Records much longer than the stride would let
-every compressed window hold a whole record at every phase and hide the effect (the pilot's
-finding), so the vocabulary gives letter triples and digit groups one token each.
+A ``kv`` record ``abc123: 45678\n`` encodes to four tokens ``abc | 123 | ": 456" | 78\n``, the
+stride of the compressed models (4). Records much longer than the stride would let every
+compressed window hold a whole record at every phase and hide the effect (the pilot's finding),
+so the vocabulary gives letter triples and digit groups one token each. The value's head carries
+the ``": "`` (or, in an answer, the space) before it, so the token right after a key's digits is
+already the value: with the models' 2-token convolution, the value's first token sees the key's
+digits (and the question's last token ``" is"`` sees them too), which makes retrieval learnable in
+a CPU budget. Answers are ``" 456" | 78\n``.
 
 Pieces come from one regular expression (a ``Split`` pre-tokenizer), and each piece is one
 vocabulary entry, so no token can merge across a piece boundary: phasebench's fast path (sums of
 piece counts) is exact on this tokenizer, and ``check_seams`` proves it for every split built.
 
-Every token also has a short list of *components* (the letters or digits at each slot, a newline
-flag, or the word itself). The model embeds a token as the sum of its components' embeddings, so
-the 17,576 letter triples cost 78 embedding rows instead of 17,576.
+Every token also has a short list of *components* (letters or digits by slot, key digits and
+value digits apart, a newline or lead flag, or the word itself). The model embeds a token as the
+sum of its components' embeddings, so the 17,576 letter triples cost 78 embedding rows instead of
+17,576.
 """
 
 from __future__ import annotations
@@ -29,9 +34,9 @@ PAD, UNK, EOS = "[PAD]", "[UNK]", "[EOS]"
 SPECIALS = (PAD, UNK, EOS)
 #: Key letters before digits, words, digit groups (a two-digit group may carry the newline that
 #: ends a record), ": ", other punctuation with an optional space, newline, a lone space.
-PATTERN = r"[a-z]{3}(?=\d)| ?[A-Za-z]+\b|\d{3}|\d{2}\n|\d{1,2}|: | ?[^\sA-Za-z\d]|\n| "
+PATTERN = r"[a-z]{3}(?=\d)| ?[A-Za-z]+\b|(?:: | )?\d{3}|\d{2}\n|\d{1,2}|: | ?[^\sA-Za-z\d]|\n| "
 #: Components per token (slots in the component table; unused slots hold 0).
-MAX_COMPONENTS = 3
+MAX_COMPONENTS = 4
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
 
 
@@ -52,7 +57,8 @@ def vocabulary() -> list[str]:
     triples = ["".join(t) for t in itertools.product(letters, repeat=3)]
     three = ["".join(t) for t in itertools.product(digits, repeat=3)]
     two = ["".join(t) for t in itertools.product(digits, repeat=2)]
-    groups = three + [t + "\n" for t in two] + two + list(digits)
+    heads = [": " + t for t in three] + [" " + t for t in three]
+    groups = three + heads + [t + "\n" for t in two] + two + list(digits)
     tokens = list(SPECIALS) + triples + groups + [" ", "\n", ": "]
     seen = set(tokens)
     tokens += [w for w in _template_words() if w not in seen and (seen.add(w) or True)]
@@ -60,11 +66,18 @@ def vocabulary() -> list[str]:
 
 
 def components(token: str) -> list[str]:
-    """Names of the components a token's embedding sums (see module docstring)."""
-    if token.isdigit() or (token.endswith("\n") and token[:-1].isdigit() and len(token) > 1):
-        digits = token.rstrip("\n")
-        names = [f"d{i}:{c}" for i, c in enumerate(digits)]
-        return names + (["nl"] if token.endswith("\n") else [])
+    """Names of the components a token's embedding sums (see module docstring). Key digits and
+    value digits have components of their own, slot by slot: a value digit group is never
+    confused with a key's digit group."""
+    body = token.removeprefix(": ").removeprefix(" ").removesuffix("\n")
+    if body.isdigit() and len(body) == 3 and token != body:  # ": 456" or " 456": value head
+        return [f"v{i}:{c}" for i, c in enumerate(body)] + [f"lead:{token[: -len(body)]}"]
+    if body.isdigit() and len(body) == 2 and token.endswith("\n"):  # "78\n": value tail
+        return [f"v{i + 3}:{c}" for i, c in enumerate(body)] + ["nl"]
+    if body.isdigit() and len(body) == 3:  # "042": key digits
+        return [f"k{i}:{c}" for i, c in enumerate(body)]
+    if token.isdigit():
+        return [f"d{i}:{c}" for i, c in enumerate(token)]
     if len(token) == 3 and token.isalpha() and token.islower():
         return [f"l{i}:{c}" for i, c in enumerate(token)]
     return [f"w:{token}"]
