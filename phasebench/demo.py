@@ -18,6 +18,7 @@ import shutil
 from pathlib import Path
 
 from phasebench.errors import PhasebenchError
+from phasebench.reference import DEMO_N_BASE, EVAL_LENGTH
 
 #: Models the demo evaluates, in display order.
 DEMO_VARIANTS = ("full", "gate-w8s4", "mean-w8s4", "gate-w8s2", "mean-w8s2")
@@ -97,8 +98,8 @@ def evaluate_models(
 
 def run_demo(
     out: Path,
-    n_base: int | None = None,
-    length: int | None = None,
+    n_base: int = DEMO_N_BASE,
+    length: int = EVAL_LENGTH,
     progress: bool = True,
     variants: tuple[str, ...] = DEMO_VARIANTS,
 ) -> dict:
@@ -109,11 +110,8 @@ def run_demo(
     os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
     import torch
 
-    from phasebench.reference import DEMO_N_BASE, EVAL_LENGTH
     from phasebench.report import build_report, load_runs, write_json, write_plots
 
-    length = EVAL_LENGTH if length is None else length
-    n_base = DEMO_N_BASE if n_base is None else n_base
     torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

@@ -177,15 +177,10 @@ def test_full_attention_control_shows_no_phase_gap(demo):
 def test_full_attention_control_is_flat_where_it_does_the_task():
     """At 512 tokens the full-attention control is past the reach of its RoPE training (128
     tokens) and scores low; at 192 tokens it does the task, and is still flat across phases."""
-    from phasebench.reference.evaluate import evaluate_folder
-    from phasebench.stats import phase_matrix, summarize
+    from phasebench.reference.evaluate import evaluate_folder, phase_summary
 
     result = evaluate_folder(weights_dir() / "full", length=192, n_base=DEMO_N_BASE)
-    rows = result["rows"]
-    matrix = phase_matrix(
-        [r["base_id"] for r in rows], [r["phase"] for r in rows], result["correct"], 8
-    )
-    summary = summarize(matrix, seed=0)
+    summary = phase_summary(result)
     assert 0.6 < summary.acc < 0.99
     assert summary.p_value > 0.05
 

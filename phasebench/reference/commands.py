@@ -31,16 +31,11 @@ def _evaluate(args: argparse.Namespace) -> int:
 
     import torch
 
-    from phasebench.reference.evaluate import evaluate_folder
-    from phasebench.stats import phase_matrix, summarize
+    from phasebench.reference.evaluate import evaluate_folder, phase_summary
 
     torch.set_num_threads(args.threads)
     result = evaluate_folder(Path(args.model), length=args.length, n_base=args.n_base)
-    rows = result["rows"]
-    matrix = phase_matrix(
-        [r["base_id"] for r in rows], [r["phase"] for r in rows], result["correct"], 8
-    )
-    summary = summarize(matrix, seed=0).to_dict()
+    summary = phase_summary(result).to_dict()
     keep = ("acc", "worst_phase", "best_phase", "gap", "p_value", "dominant_period")
     print(
         json.dumps(

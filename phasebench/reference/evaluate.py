@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
+from phasebench.reference import DEMO_N_BASE, EVAL_LENGTH
 from phasebench.reference.model import PhaseRefModel
 from phasebench.tokenization import PhaseTokenizer
 
@@ -57,18 +58,15 @@ def phase_accuracy(rows: Sequence[dict], correct: Sequence[int], modulus: int) -
 
 
 def evaluate_folder(
-    folder, length: int | None = None, n_base: int | None = None, seed: int = 0
+    folder, length: int = EVAL_LENGTH, n_base: int = DEMO_N_BASE, seed: int = 0
 ) -> dict:
     """Phase profile of a saved model on a freshly generated ``kv`` config for its tokenizer."""
     from pathlib import Path
 
     from phasebench.families import kv
-    from phasebench.reference import DEMO_N_BASE, EVAL_LENGTH
     from phasebench.specs import SplitSpec
     from phasebench.tokenization import load_tokenizer
 
-    length = EVAL_LENGTH if length is None else length
-    n_base = DEMO_N_BASE if n_base is None else n_base
     folder = Path(folder)
     model = PhaseRefModel.from_pretrained(folder).eval()
     tok = load_tokenizer(str(folder))
@@ -83,3 +81,14 @@ def evaluate_folder(
         "correct": correct,
         "per_phase": [round(float(a), 4) for a in acc],
     }
+
+
+def phase_summary(result: dict, seed: int = 0):
+    """``phasebench.stats.summarize`` of an :func:`evaluate_folder` result (8 phases)."""
+    from phasebench.stats import phase_matrix, summarize
+
+    rows = result["rows"]
+    matrix = phase_matrix(
+        [r["base_id"] for r in rows], [r["phase"] for r in rows], result["correct"], 8
+    )
+    return summarize(matrix, seed=seed)
