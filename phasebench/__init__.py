@@ -1,7 +1,9 @@
 """phasebench: phase-balanced long-context splits that expose phase sensitivity.
 
-The public API is small; each name is imported from its module on first use, so ``import
-phasebench`` stays cheap (lm-eval imports the task hooks at start-up).
+The public API is small and flat (``from phasebench import generate, verify, summarize``). Each
+name is imported from its module on first use, so ``import phasebench`` stays cheap (lm-eval
+imports the task hooks at start-up). No submodule is named like a public name, so importing a
+submodule can never replace one of these attributes (a test checks identity).
 """
 
 from __future__ import annotations
@@ -9,9 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__version__ = "0.1.0"
-#: Bumped whenever generated data changes for the same spec and tokenizer.
-GENERATOR_VERSION = "1"
+from phasebench._version import GENERATOR_VERSION, __version__
 
 _LAZY = {
     "PhasebenchError": "phasebench.errors",
@@ -20,7 +20,7 @@ _LAZY = {
     "generate": "phasebench.build",
     "read_manifest": "phasebench.build",
     "iter_rows": "phasebench.build",
-    "verify": "phasebench.verify",
+    "verify": "phasebench.verification",
     "summarize": "phasebench.stats",
 }
 
@@ -29,5 +29,11 @@ __all__ = ["GENERATOR_VERSION", "__version__", *_LAZY]
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
     raise AttributeError(f"module 'phasebench' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -21,47 +21,24 @@ import shutil
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 from tqdm.auto import tqdm
 
-from phasebench import GENERATOR_VERSION, __version__
-from phasebench.errors import PhasebenchError, SpecError
-from phasebench.families import get_family
+from phasebench._version import GENERATOR_VERSION, __version__
+from phasebench.atomic import atomic_write_text
+from phasebench.errors import OutputError, SpecError, SplitError
+from phasebench.families import Family, SplitPlan, get_family
+from phasebench.rows import row_schema
 from phasebench.specs import SplitSpec
 from phasebench.tokenization import PhaseTokenizer, load_tokenizer
 
 MANIFEST = "manifest.json"
+#: Keys every manifest has (``read_manifest`` refuses a file without them).
+MANIFEST_KEYS = ("config", "spec", "tokenizer", "rows", "files", "content_hash", "balance")
 SPEC_FILE = "spec.json"
 HASH_KEY = b"phasebench_content_sha256"
-
-#: Column types of the row schema every family writes (families may add columns).
-ROW_FIELDS: list[tuple[str, pa.DataType]] = [
-    ("id", pa.string()),
-    ("family", pa.string()),
-    ("length", pa.int64()),
-    ("phase_modulus", pa.int64()),
-    ("phase", pa.int64()),
-    ("base_id", pa.int64()),
-    ("anchor_index", pa.int64()),
-    ("question_index", pa.int64()),
-    ("needle_key", pa.string()),
-    ("prompt", pa.string()),
-    ("answer", pa.string()),
-    ("choices", pa.list_(pa.string())),
-    ("depth", pa.float64()),
-    ("tokenizer", pa.string()),
-    ("tokenizer_fingerprint", pa.string()),
-    ("seed", pa.int64()),
-    ("key_char", pa.int64()),
-    ("question_char", pa.int64()),
-]
-
-
-def row_schema(extra: Sequence[tuple[str, pa.DataType]] = ()) -> pa.Schema:
-    return pa.schema(ROW_FIELDS + list(extra))
 
 
 def units_per_chunk(spec: SplitSpec, rows_per_unit: int | None = None) -> int:
@@ -79,42 +56,33 @@ def content_hash(rows: Iterable[dict]) -> str:
     return h.hexdigest()
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
 @dataclass
 class _Job:
     """One config being generated: its plan and where its chunks go."""
 
     spec: SplitSpec
-    plan: Any
-    family: Any
+    plan: SplitPlan
+    family: Family
     folder: Path
 
     @property
     def n_units(self) -> int:
-        return self.plan.n_units if hasattr(self.plan, "n_units") else len(self.plan.items)
+        return self.plan.n_units
 
     @property
     def n_chunks(self) -> int:
-        per = units_per_chunk(self.spec, _rows_per_unit(self))
+        per = units_per_chunk(self.spec, self.plan.rows_per_unit)
         return -(-self.n_units // per)
 
     def chunk_path(self, i: int) -> Path:
         return self.folder / f"data-{i:05d}-of-{self.n_chunks:05d}.parquet"
 
     def chunk_units(self, i: int) -> range:
-        per = units_per_chunk(self.spec, _rows_per_unit(self))
+        per = units_per_chunk(self.spec, self.plan.rows_per_unit)
         return range(i * per, min(self.n_units, (i + 1) * per))
 
     def schema(self) -> pa.Schema:
-        return row_schema(getattr(self.family, "EXTRA_FIELDS", ()))
+        return row_schema(self.family.EXTRA_FIELDS)
 
 
 _ACTIVE: _Job | None = None  # set before forking workers, read by _write_chunk
@@ -126,7 +94,7 @@ def _write_chunk(i: int) -> int:
     rows = list(job.plan.render(job.chunk_units(i)))
     # the fast path, re-proved on every file; files take turns at the rows of a unit, so every
     # phase (and, for code, every padding step) gets checked somewhere in a large config
-    job.family.exact_check(job.plan, rows[i % min(len(rows), _rows_per_unit(job))])
+    job.family.exact_check(job.plan, rows[i % min(len(rows), job.plan.rows_per_unit)])
     table = pa.Table.from_pylist(rows, schema=job.schema())
     table = table.replace_schema_metadata({HASH_KEY: content_hash(rows).encode()})
     path = job.chunk_path(i)
@@ -139,22 +107,12 @@ def _write_chunk(i: int) -> int:
     return len(rows)
 
 
-def parse_shard(text: str) -> tuple[int, int]:
-    try:
-        i, n = (int(part) for part in text.split("/"))
-    except ValueError:
-        raise SpecError(f"'--shard' must look like I/N, e.g. 0/4 (got {text!r})") from None
-    if n < 1 or not 0 <= i < n:
-        raise SpecError(f"'--shard' must satisfy 0 <= I < N (got {text!r})")
-    return i, n
-
-
 def check_out_dir(out: Path, specs: Sequence[SplitSpec], overwrite: bool, sharded: bool) -> None:
     """Refuse an existing, non-empty output folder unless it is ours to extend or replace."""
     if not out.exists() or overwrite:
         return
     if not out.is_dir():
-        raise PhasebenchError(f"output path {str(out)!r} exists and is not a folder")
+        raise OutputError(f"output path {str(out)!r} exists and is not a folder")
     entries = [p for p in out.iterdir() if not p.name.startswith(".")]
     if not entries:
         return
@@ -167,13 +125,14 @@ def check_out_dir(out: Path, specs: Sequence[SplitSpec], overwrite: bool, sharde
                     continue
             elif entry.name not in ours:
                 continue
-            raise PhasebenchError(
-                f"{str(entry)!r} holds another spec; use a fresh --out or --overwrite"
+            raise OutputError(
+                f"{str(entry)!r} holds another spec; choose a new output folder or pass "
+                f"overwrite=True (--overwrite)"
             )
         return
-    raise PhasebenchError(
-        f"output folder {str(out)!r} exists and is not empty; choose another --out or pass "
-        f"--overwrite"
+    raise OutputError(
+        f"output folder {str(out)!r} exists and is not empty; choose another output folder or "
+        f"pass overwrite=True (--overwrite)"
     )
 
 
@@ -234,7 +193,7 @@ def _run_chunks(job: _Job, chunks: list[int], num_proc: int, progress: bool) -> 
     global _ACTIVE
     _ACTIVE = job
     bar = tqdm(
-        total=sum(len(job.chunk_units(i)) for i in chunks) * _rows_per_unit(job),
+        total=sum(len(job.chunk_units(i)) for i in chunks) * job.plan.rows_per_unit,
         desc=f"{job.spec.config_name}",
         unit="prompt",
         disable=not progress,
@@ -251,10 +210,6 @@ def _run_chunks(job: _Job, chunks: list[int], num_proc: int, progress: bool) -> 
     finally:
         bar.close()
         _ACTIVE = None
-
-
-def _rows_per_unit(job: _Job) -> int:
-    return getattr(job.plan, "rows_per_unit", job.spec.modulus)
 
 
 def write_manifest(job: _Job, tok: PhaseTokenizer) -> Path:
@@ -287,12 +242,19 @@ def read_manifest(folder: Path | str) -> dict:
     """The manifest of a complete config folder, or a clear error."""
     folder = Path(folder)
     path = folder / MANIFEST
-    if not path.exists():
-        raise PhasebenchError(
+    if not path.is_file():
+        raise SplitError(
             f"{str(folder)!r} is not a complete phasebench config (no {MANIFEST}); "
             f"generate it with `phasebench generate`"
         )
-    return json.loads(path.read_text(encoding="utf-8"))
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise SplitError(f"{path} is not a readable manifest ({type(exc).__name__})") from None
+    missing = [k for k in MANIFEST_KEYS if not isinstance(manifest, dict) or k not in manifest]
+    if missing:
+        raise SplitError(f"{path} is not a phasebench manifest (no {', '.join(missing)})")
+    return manifest
 
 
 def config_folders(path: Path | str) -> list[Path]:
@@ -301,10 +263,10 @@ def config_folders(path: Path | str) -> list[Path]:
     if (path / MANIFEST).exists():
         return [path]
     if not path.is_dir():
-        raise PhasebenchError(f"{str(path)!r} is not a folder")
+        raise SplitError(f"{str(path)!r} is not a folder")
     found = sorted(p for p in path.iterdir() if (p / MANIFEST).exists())
     if not found:
-        raise PhasebenchError(f"no complete phasebench config under {str(path)!r}")
+        raise SplitError(f"no complete phasebench config under {str(path)!r}")
     return found
 
 

@@ -1,10 +1,26 @@
-"""The few exceptions phasebench raises on purpose.
+"""Every exception phasebench raises on purpose.
 
-Every error a user can cause by bad input is a :class:`PhasebenchError`; the CLI prints its
-message as one line and exits with code 2. Anything else is a bug and keeps its traceback.
+A :class:`PhasebenchError` is bad input or an unmet precondition, with a message that says how
+to fix the call; the CLI prints it as one line and exits with its ``exit_code`` (2). Anything
+else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
+
+__all__ = [
+    "AssemblyError",
+    "DependencyError",
+    "EvalError",
+    "HubError",
+    "OutputError",
+    "PhasebenchError",
+    "SamplesError",
+    "SpecError",
+    "SplitError",
+    "StatsError",
+    "SubmissionsError",
+    "TokenizerError",
+]
 
 
 class PhasebenchError(Exception):
@@ -25,7 +41,33 @@ class AssemblyError(PhasebenchError):
     """A prompt cannot be assembled exactly (length too short, pieces that merge, ...)."""
 
 
-class VerificationError(PhasebenchError):
-    """A built split does not satisfy one of its claims."""
+class SplitError(PhasebenchError):
+    """A split folder is missing, incomplete or not a phasebench split."""
 
-    exit_code = 1
+
+class OutputError(PhasebenchError):
+    """An output path cannot be written or replaced as asked."""
+
+
+class SamplesError(PhasebenchError):
+    """lm-eval results or per-sample logs cannot be read as phasebench results."""
+
+
+class StatsError(PhasebenchError):
+    """A statistic was asked of data or settings it is not defined for."""
+
+
+class SubmissionsError(PhasebenchError):
+    """A leaderboard command was pointed at something that is not a submissions folder."""
+
+
+class HubError(PhasebenchError):
+    """A dataset repository folder is inconsistent, or the Hub refused a request."""
+
+
+class EvalError(PhasebenchError):
+    """An lm-eval run cannot go ahead as asked (a truncated prompt, missing model arguments)."""
+
+
+class DependencyError(PhasebenchError):
+    """An optional dependency is missing; the message names the extra to install."""

@@ -26,7 +26,7 @@ def plot_report(report: dict[str, Any], folder: Path) -> list[Path]:
                     stem = _slug(f"{run}__{task}__{length}")
                     fig = _profile_figure(run, task, length, entry)
                     written += _save(fig, folder, f"{stem}.profile")
-                    if "margin_by_pad" in entry:
+                    if "code" in entry:
                         fig = _margin_figure(run, task, length, entry)
                         written += _save(fig, folder, f"{stem}.margin")
     return written
@@ -49,13 +49,13 @@ def _slug(text: str) -> str:
 def _save(fig, folder: Path, stem: str) -> list[Path]:
     import matplotlib.pyplot as plt
 
-    from phasebench.report import _atomic_write
+    from phasebench.atomic import atomic_write_bytes
 
     out = []
     for ext, meta in (("png", {"Software": None}), ("svg", {"Date": None, "Creator": None})):
         buffer = io.BytesIO()
         fig.savefig(buffer, format=ext, dpi=120, metadata=meta)
-        out.append(_atomic_write(folder / f"{stem}.{ext}", buffer.getvalue()))
+        out.append(atomic_write_bytes(folder / f"{stem}.{ext}", buffer.getvalue()))
     plt.close(fig)
     return out
 
@@ -117,17 +117,20 @@ def _margin_figure(run: str, task: str, length: str, e: dict[str, Any]):
     import matplotlib.pyplot as plt
     import numpy as np
 
-    pads = e["margin_by_pad"]["pad_tokens"]
-    patterns = e["margin_by_pad"]["patterns"]  # sorted by style, then item
+    code = e["code"]
     grid = np.array(
-        [[np.nan if v is None else v for v in row["margins"]] for row in patterns], dtype=float
+        [[np.nan if v is None else v for v in row] for row in code["margins"]], dtype=float
     )
     bound = float(np.nanmax(np.abs(grid))) if np.isfinite(grid).any() else 1.0
     bound = bound or 1.0
-    styles = [row["style"] for row in patterns]
+    # patterns are "<length>/<item>/<style>", sorted; regroup the rows by padding style
+    styles = [label.rsplit("/", 1)[-1] for label in code["patterns"]]
+    order = sorted(range(len(styles)), key=lambda i: (styles[i], i))
+    grid, styles = grid[order], [styles[i] for i in order]
     starts = [i for i, style in enumerate(styles) if i == 0 or styles[i - 1] != style]
-    height = min(9.0, 1.6 + 0.06 * len(patterns) + 0.2 * len(starts))
-    fig, ax = plt.subplots(figsize=(max(4.5, 0.32 * len(pads) + 2.5), height))
+    height = min(9.0, 1.6 + 0.06 * len(styles) + 0.2 * len(starts))
+    steps = grid.shape[1]
+    fig, ax = plt.subplots(figsize=(max(4.5, 0.32 * steps + 2.5), height))
     image = ax.imshow(
         grid, aspect="auto", cmap="RdBu", vmin=-bound, vmax=bound, interpolation="nearest"
     )
@@ -137,12 +140,12 @@ def _margin_figure(run: str, task: str, length: str, e: dict[str, Any]):
     ax.set_yticks(
         [(a + b - 1) / 2 for a, b in zip(starts, ends, strict=True)], [styles[a] for a in starts]
     )
-    ax.set_xticks(range(len(pads)), [str(p) for p in pads], fontsize=7)
-    ax.set_xlabel("padding length (tokens)")
+    ax.set_xticks(range(steps), [str(p) for p in range(steps)], fontsize=7)
+    ax.set_xlabel("padding tokens added (sweep step)")
     ax.set_ylabel("padding style (one row per item)")
     rates = ", ".join(
         f"S={s}: {'n/a' if v is None else f'{100 * v:.0f}%'}"
-        for s, v in e["phase_lock_rate"].items()
+        for s, v in code["phase_lock_rate"].items()
     )
     ax.set_title(f"{task} @ {length}: margin; phase-lock {rates}", fontsize=9, loc="left")
     fig.colorbar(image, ax=ax, label="log p(right) - log p(distractor)")

@@ -1,47 +1,56 @@
-"""``phasebench report`` and ``phasebench power``: tables, JSON and plots from lm-eval outputs.
+"""``phasebench report``: per-phase statistics, tables, JSON and plots from lm-eval outputs.
 
 Compute -> JSON -> render. :func:`build_report` reads per-sample logs and computes every number
-(through :mod:`phasebench.stats`); the terminal tables, the ``--json`` file and the plots are all
-rendered from that one report dict, and a report JSON given back to ``phasebench report`` is
-rendered without recomputing anything.
+through :func:`phasebench.samples.summarize_records` (the function the lm-eval aggregates and
+the leaderboard use); the terminal tables, the JSON file and the plots are all rendered from that
+one report dict, and a report JSON given back is rendered without recomputing anything.
 
 What is read: lm-eval writes ``<output_path>/<model_name_sanitized>/results_<date>.json`` and,
-with ``--log_samples``, ``samples_<task>_<date>.jsonl`` next to it. Each sample line keeps the
-split row in ``doc`` (``phase``, ``base_id``, ``phase_modulus``, ``length``, for code
-``config_length``, ``item_id``, ``pad_style``, ``pad_tokens``) and the per-sample metrics
-(``acc``; ``margin`` for code) as top-level keys. A folder holding several model folders is
-several runs; several runs give a comparison table.
+with ``--log_samples``, ``samples_<task>_<date>.jsonl`` next to it (``.jsonl.gz`` once packed for
+the leaderboard). Each sample keeps the split row in ``doc`` (``phase``, ``base_id``,
+``phase_modulus``, ``length``; for code ``config_length``, ``item_id``, ``pad_style``,
+``pad_tokens``) and the per-sample metrics (``acc``; ``margin`` for code) as top-level keys. A
+folder holding several model folders is several runs; several runs give a comparison table.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
-import re
-import tempfile
+import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from phasebench import __version__
-from phasebench.errors import PhasebenchError
-from phasebench.stats import (
-    divisors,
-    phase_lock_rate,
-    phase_matrix,
-    power_n_base,
-    summarize,
-    sweep_units,
+from phasebench._version import __version__
+from phasebench.atomic import atomic_write_text
+from phasebench.errors import SamplesError
+from phasebench.rows import config_length
+from phasebench.samples import (
+    RESULTS_NAME,
+    SAMPLES_NAME,
+    iter_samples,
+    read_results,
+    scored_record,
+    summarize_records,
 )
 
+__all__ = [
+    "REPORT_FORMAT",
+    "Run",
+    "build_report",
+    "comparison_frame",
+    "load_runs",
+    "merge_reports",
+    "render_tables",
+    "write_json",
+    "write_plots",
+]
+
 REPORT_FORMAT = "phasebench-report/1"
-_SAMPLES = re.compile(r"^samples_(?P<task>.+)_(?P<date>\d{4}-\d{2}-\d{2}T[0-9.\-]+)\.jsonl$")
-_RESULTS = re.compile(r"^results_(?P<date>\d{4}-\d{2}-\d{2}T[0-9.\-]+)\.json$")
+#: Fields a logged doc must carry to be a phasebench sample.
+DOC_FIELDS = ("phase", "base_id", "phase_modulus", "length", "family")
 
 
 @dataclass
@@ -67,17 +76,17 @@ def load_runs(paths: Sequence[str | Path]) -> tuple[list[Run], list[dict[str, An
     for raw in paths:
         path = Path(raw)
         if not path.exists():
-            raise PhasebenchError(f"{path} does not exist; pass an lm-eval --output_path folder")
-        if path.is_file() and path.suffix == ".json" and not _RESULTS.match(path.name):
+            raise SamplesError(f"{path} does not exist; pass an lm-eval --output_path folder")
+        if path.is_file() and path.suffix == ".json" and not RESULTS_NAME.match(path.name):
             reports.append(_read_report_json(path))
             continue
         if path.is_file():
-            files = [path] if _SAMPLES.match(path.name) else _samples_next_to(path)
+            files = [path] if SAMPLES_NAME.match(path.name) else _samples_next_to(path)
         else:
-            files = sorted(path.rglob("samples_*.jsonl"))
-        files = [f for f in files if _SAMPLES.match(f.name)]
+            files = sorted(f for f in path.rglob("samples_*") if SAMPLES_NAME.match(f.name))
+        files = [f for f in files if SAMPLES_NAME.match(f.name)]
         if not files:
-            raise PhasebenchError(
+            raise SamplesError(
                 f"no samples_<task>_<date>.jsonl under {path}; run lm_eval with --log_samples "
                 "and --output_path, then pass that folder"
             )
@@ -91,38 +100,33 @@ def load_runs(paths: Sequence[str | Path]) -> tuple[list[Run], list[dict[str, An
 
 
 def _samples_next_to(results_file: Path) -> list[Path]:
-    date = _RESULTS.match(results_file.name)
+    date = RESULTS_NAME.match(results_file.name)
     if not date:
         return []
-    return sorted(results_file.parent.glob(f"samples_*_{date['date']}.jsonl"))
+    return sorted(
+        f for f in results_file.parent.glob(f"samples_*_{date['date']}.jsonl*")
+        if SAMPLES_NAME.match(f.name)
+    )  # fmt: skip
 
 
 def _read_run(folder: Path, files: list[Path]) -> Run:
     newest: dict[str, Path] = {}
-    for f in sorted(files, key=lambda f: _SAMPLES.match(f.name)["date"]):
-        newest[_SAMPLES.match(f.name)["task"]] = f
+    for f in sorted(files, key=lambda f: SAMPLES_NAME.match(f.name)["date"]):
+        newest[SAMPLES_NAME.match(f.name)["task"]] = f
     run = Run(name=_model_name(folder), source=str(folder))
     for task, f in sorted(newest.items()):
-        lines = []
-        with f.open(encoding="utf-8") as handle:
-            for number, line in enumerate(handle, 1):
-                if line.strip():
-                    try:
-                        lines.append(json.loads(line))
-                    except json.JSONDecodeError as exc:
-                        raise PhasebenchError(f"{f}:{number} is not JSON ({exc.msg})") from None
-        run.samples[task] = lines
+        run.samples[task] = list(iter_samples(f))
     return run
 
 
 def _model_name(folder: Path) -> str:
-    results = sorted(folder.glob("results_*.json"))
+    results = sorted(p for p in folder.glob("results_*.json") if RESULTS_NAME.match(p.name))
     if results:
         try:
-            data = json.loads(results[-1].read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
+            data = read_results(results[-1])
+        except SamplesError:
             data = {}
-        name = data.get("model_name") or data.get("config", {}).get("model_args")
+        name = data.get("model_name") or (data.get("config") or {}).get("model_args")
         if isinstance(name, str) and name:
             return name
     return folder.name
@@ -141,10 +145,10 @@ def _unique_names(runs: list[Run]) -> None:
 def _read_report_json(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise PhasebenchError(f"{path} is not JSON ({exc.msg})") from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise SamplesError(f"{path} is not JSON ({exc})") from None
     if not isinstance(data, dict) or data.get("format") != REPORT_FORMAT:
-        raise PhasebenchError(
+        raise SamplesError(
             f"{path} is neither an lm-eval results_<date>.json nor a phasebench report "
             f"(format {REPORT_FORMAT}); pass the lm-eval output folder instead"
         )
@@ -160,10 +164,8 @@ def build_report(
     """Every number the report shows, as a JSON-ready dict.
 
     Layout: ``{"format", "phasebench_version", "settings", "runs": {run: {"source", "tasks":
-    {task: {length: entry}}}}}`` where each entry has the keys of the ``--json`` contract
-    (``acc``, ``acc_ci``, ``worst_phase`` ... ``per_phase``; for code also ``margin``,
-    ``per_phase_margin``, ``phase_lock_rate``) plus ``n_base``, ``modulus`` and the rest of
-    :class:`phasebench.stats.PhaseSummary`.
+    {task: {length: entry}}}}}`` where each entry is ``{"task", "length"}`` plus
+    :func:`phasebench.samples.summarize_records` of the task's samples at that length.
     """
     out: dict[str, Any] = {
         "format": REPORT_FORMAT,
@@ -174,11 +176,20 @@ def build_report(
     for run in runs:
         tasks: dict[str, dict[str, Any]] = {}
         for task, samples in run.samples.items():
-            for (label, length), group in sorted(_group(task, samples).items()):
-                entry = _entry(label, length, group, n_boot=n_boot, n_perm=n_perm, seed=seed)
-                tasks.setdefault(label, {})[str(length)] = entry
+            for (label, length), records in sorted(_group(task, samples).items()):
+                try:
+                    summary = summarize_records(records, n_boot=n_boot, n_perm=n_perm, seed=seed)
+                except SamplesError:
+                    raise
+                except Exception as exc:  # a StatsError names what is wrong with the data
+                    raise SamplesError(f"{run.source}: {label} length {length}: {exc}") from None
+                tasks.setdefault(label, {})[str(length)] = {
+                    "task": label,
+                    "length": length,
+                    **summary,
+                }
         if not tasks:
-            raise PhasebenchError(
+            raise SamplesError(
                 f"{run.source}: no phasebench samples (docs without 'phase'/'base_id'); "
                 "are these phasebench tasks?"
             )
@@ -186,107 +197,45 @@ def build_report(
     return out
 
 
-def _group(task: str, samples: list[dict[str, Any]]) -> dict[tuple[str, int], list[dict]]:
+def _group(task: str, samples: list[dict[str, Any]]) -> dict[tuple[str, int], list[tuple]]:
+    """Scored records per (task label, config length); a task run with several filters is
+    several labels. Samples that are not phasebench docs are left out; a phasebench doc with a
+    broken field is refused with the sample's number."""
     filters = sorted({str(s.get("filter", "none")) for s in samples})
-    groups: dict[tuple[str, int], list[dict]] = defaultdict(list)
-    for s in samples:
+    groups: dict[tuple[str, int], list[tuple]] = defaultdict(list)
+    for number, s in enumerate(samples, 1):
         doc = s.get("doc")
         if not isinstance(doc, dict) or "phase" not in doc or "base_id" not in doc:
             continue
+        where = f"{task} sample {number}"
+        missing = [k for k in DOC_FIELDS if k not in doc]
+        if missing:
+            raise SamplesError(f"{where}: doc has no {', '.join(missing)}")
         label = task if len(filters) == 1 else f"{task}/{s.get('filter', 'none')}"
-        length = int(doc.get("config_length", doc.get("length", 0)))
-        groups[(label, length)].append(s)
+        acc = _number(s.get("acc"), f"{where}: acc")
+        margin = None if doc["family"] != "code" else _number(s.get("margin"), f"{where}: margin")
+        try:
+            record = scored_record(doc, acc, margin)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise SamplesError(f"{where}: doc field {exc} is missing or not a number") from None
+        if not 0 <= record[3] < record[1]:
+            raise SamplesError(f"{where}: phase {record[3]} is not in 0..{record[1] - 1}")
+        groups[(label, config_length(doc))].append(record)
     return groups
 
 
-def _entry(
-    task: str, length: int, samples: list[dict], *, n_boot: int, n_perm: int, seed: int
-) -> dict[str, Any]:
-    moduli = {int(s["doc"]["phase_modulus"]) for s in samples}
-    if len(moduli) != 1:
-        raise PhasebenchError(
-            f"{task} length {length}: samples mix phase moduli {sorted(moduli)}; "
-            "report one split per run"
-        )
-    modulus = moduli.pop()
-    if any("acc" not in s for s in samples):
-        raise PhasebenchError(
-            f"{task} length {length}: samples lack the per-sample 'acc' metric; "
-            "use the phasebench task YAMLs"
-        )
-    units = _pairing_units(samples, modulus)
-    phases = [int(s["doc"]["phase"]) for s in samples]
-    acc = phase_matrix(units, phases, [_num(s["acc"]) for s in samples], modulus)
-    summary = summarize(acc, n_boot=n_boot, n_perm=n_perm, seed=seed).to_dict()
-    entry = {"task": task, "length": length, **summary}
-    if any("margin" in s for s in samples):
-        margins = phase_matrix(units, phases, [_num(s.get("margin")) for s in samples], modulus)
-        msum = summarize(margins, binary=False, n_boot=n_boot, n_perm=n_perm, seed=seed)
-        m = msum.to_dict()
-        entry["margin"] = m["acc"]
-        entry["margin_ci"] = m["acc_ci"]
-        entry["margin_gap_p_value"] = m["p_value"]
-        entry["per_phase_margin"] = [
-            {"phase": r["phase"], "margin": r["acc"], "ci": r["ci"], "n": r["n"]}
-            for r in m["per_phase"]
-        ]
-        patterns, pads, rows = _margin_patterns(samples)
-        entry["phase_lock_rate"] = {
-            str(s): _none_if_nan(phase_lock_rate(patterns, s)) for s in divisors(modulus)[1:]
-        }
-        entry["phase_lock_rate_flipping"] = {
-            str(s): _none_if_nan(phase_lock_rate(patterns, s, require_flip=True))
-            for s in divisors(modulus)[1:]
-        }
-        entry["n_patterns"] = int(len(patterns))
-        entry["margin_by_pad"] = {"pad_tokens": pads, "patterns": rows}
-    return entry
-
-
-def _num(value: Any) -> float:
-    if value is None:
-        return float("nan")
+def _number(value: Any, what: str) -> float:
     if isinstance(value, list | tuple):  # some lm-eval versions log [value]
         value = value[0] if value else None
-        return _num(value)
-    return float(value)
-
-
-def _pairing_units(samples: list[dict], modulus: int) -> list[Any]:
-    """kv/niah: the base item (rendered once at every phase). Code (docs with ``pad_tokens``):
-    :func:`phasebench.stats.sweep_units` over (item, padding style) patterns."""
-    docs = [s["doc"] for s in samples]
-    if not any("pad_tokens" in d for d in docs):
-        return [d["base_id"] for d in docs]
-    patterns = [f"{d.get('item_id', d['base_id'])}/{d.get('pad_style', '')}" for d in docs]
-    pads = [int(d.get("pad_tokens", 0)) for d in docs]
-    return sweep_units(patterns, pads, [int(d["phase"]) for d in docs])
-
-
-def _margin_patterns(samples: list[dict]) -> tuple[np.ndarray, list[int], list[dict]]:
-    """Rows = (item, padding style) margin patterns over the padding lengths (sorted), for the
-    phase-lock rate and the heat strip (one row per pattern, grouped by style)."""
-    rows: dict[tuple, dict[int, float]] = defaultdict(dict)
-    for s in samples:
-        d = s["doc"]
-        key = (str(d.get("pad_style", "")), str(d.get("item_id", d["base_id"])))
-        rows[key][int(d.get("pad_tokens", d.get("length", 0)))] = _num(s.get("margin"))
-    pads = sorted({p for r in rows.values() for p in r})
-    keys = sorted(rows)
-    matrix = np.array([[rows[k].get(p, np.nan) for p in pads] for k in keys])
-    patterns = [
-        {
-            "style": style,
-            "item": item,
-            "margins": [_none_if_nan(float(v)) for v in matrix[i]],
-        }
-        for i, (style, item) in enumerate(keys)
-    ]
-    return matrix, pads, patterns
-
-
-def _none_if_nan(x: float) -> float | None:
-    return None if x != x else x
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise SamplesError(f"{what} is {value!r}, not a number; are these phasebench tasks?")
+    try:
+        number = float(value)
+    except ValueError:
+        raise SamplesError(f"{what} is {value!r}, not a number") from None
+    if not math.isfinite(number):
+        raise SamplesError(f"{what} is {value!r}; every sample needs a finite score")
+    return number
 
 
 # ----------------------------------------------------------------------------- rendering
@@ -327,6 +276,9 @@ def render_tables(report: dict[str, Any]) -> str:
                     f"  average     {_pct(e['acc'])}  {_ci(e['acc_ci'])}",
                     f"  worst phase {_pct(e['worst_phase'])}  {_ci(e['worst_phase_ci'])}"
                     f"  (phase {worst_i})",
+                    f"  worst, x-fit{_pct(e['worst_phase_crossfit'])}  "
+                    f"{_ci(e['worst_phase_crossfit_ci'])}  (cross-fitted: chosen on half the "
+                    f"items, measured on the other)",
                     f"  best phase  {_pct(e['best_phase'])}  (phase {e['best_phase_index']})",
                     f"  gap         {_pct(e['gap'])}  {_ci(e['gap_ci'])}  p = {_p(e['p_value'])}"
                     f" ({verdict}; null gap 95% = {_pct(e['null_gap_q95']).strip()})",
@@ -345,10 +297,11 @@ def render_tables(report: dict[str, Any]) -> str:
                         "n/a" if r["margin"] is None else f"{r['margin']:+.3f}" for r in m
                     ]
                     lines.append(f"  margin      {_signed(e['margin'])}")
+                    code = e["code"]
                     rates = ", ".join(
-                        f"S={s}: {_pct(v).strip()}" for s, v in e["phase_lock_rate"].items()
+                        f"S={s}: {_pct(v).strip()}" for s, v in code["phase_lock_rate"].items()
                     )
-                    lines.append(f"  phase-lock  {rates}  ({e['n_patterns']} patterns)")
+                    lines.append(f"  phase-lock  {rates}  ({len(code['patterns'])} patterns)")
                 frame = pd.DataFrame(table, index=[f"p{r['phase']}" for r in e["per_phase"]]).T
                 lines.append(_indent(frame.to_string()))
                 blocks.append("\n".join(lines))
@@ -380,6 +333,7 @@ def comparison_frame(report: dict[str, Any]):
                         "run": run,
                         "average": _pct(e["acc"]).strip(),
                         "worst": _pct(e["worst_phase"]).strip(),
+                        "worst x-fit": _pct(e["worst_phase_crossfit"]).strip(),
                         "gap": _pct(e["gap"]).strip(),
                         "gap CI": _ci(e["gap_ci"]),
                         "p": _p(e["p_value"]),
@@ -393,21 +347,7 @@ def comparison_frame(report: dict[str, Any]):
 def write_json(report: dict[str, Any], path: str | Path) -> Path:
     """Write the report atomically (temp file in the same folder, then rename)."""
     text = json.dumps(report, indent=2, sort_keys=True, allow_nan=False) + "\n"
-    return _atomic_write(Path(path), text.encode("utf-8"))
-
-
-def _atomic_write(path: Path, data: bytes) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600; results are meant to be shared
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    return atomic_write_text(Path(path), text)
 
 
 def write_plots(report: dict[str, Any], folder: str | Path) -> list[Path]:
@@ -415,55 +355,6 @@ def write_plots(report: dict[str, Any], folder: str | Path) -> list[Path]:
     from phasebench.plots import plot_report
 
     return plot_report(report, Path(folder))
-
-
-# ----------------------------------------------------------------------------- CLI
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:
-    rep = subparsers.add_parser(
-        "report",
-        help="phase statistics, tables and plots from lm-eval outputs",
-        description="Read lm-eval output folders (run with --log_samples) or phasebench report "
-        "JSON files; print average, worst phase, gap with intervals, p-value and period.",
-    )
-    rep.add_argument("paths", nargs="+", metavar="PATH")
-    rep.add_argument("--json", dest="json_out", default=None, metavar="FILE")
-    rep.add_argument("--plots", default=None, metavar="DIR")
-    rep.add_argument("--n-boot", type=int, default=1000)
-    rep.add_argument("--n-perm", type=int, default=1000)
-    rep.add_argument("--seed", type=int, default=0)
-    rep.set_defaults(func=_report_command)
-
-    pw = subparsers.add_parser(
-        "power",
-        help="base items needed to detect a phase gap",
-        description="Base items per split needed so the permutation gap test detects GAP at "
-        "average accuracy ACC (simulation; conservative, see phasebench.stats.power_n_base).",
-    )
-    pw.add_argument("--acc", type=float, required=True, help="average accuracy, e.g. 0.9")
-    pw.add_argument("--gap", type=float, required=True, help="best - worst, e.g. 0.06")
-    pw.add_argument("--modulus", type=int, default=8)
-    pw.add_argument("--alpha", type=float, default=0.05)
-    pw.add_argument("--power", type=float, default=0.8)
-    pw.set_defaults(func=_power_command)
-
-
-def _report_command(args: argparse.Namespace) -> int:
-    runs, reports = load_runs(args.paths)
-    report = merge_reports(
-        [build_report(runs, n_boot=args.n_boot, n_perm=args.n_perm, seed=args.seed)]
-        if runs
-        else [],
-        reports,
-    )
-    print(render_tables(report), end="")
-    if args.json_out:
-        write_json(report, args.json_out)
-    if args.plots:
-        for path in write_plots(report, args.plots):
-            print(f"wrote {path}")
-    return 0
 
 
 def merge_reports(
@@ -482,16 +373,5 @@ def merge_reports(
                 key = f"{name} ({i})"
             merged["runs"][key] = body
     if merged is None:
-        raise PhasebenchError("nothing to report; pass an lm-eval output folder")
+        raise SamplesError("nothing to report; pass an lm-eval output folder")
     return merged
-
-
-def _power_command(args: argparse.Namespace) -> int:
-    n = power_n_base(args.acc, args.gap, args.modulus, args.alpha, args.power)
-    print(
-        f"{n} base items ({n * args.modulus} prompts at modulus {args.modulus}) detect a gap of "
-        f"{100 * args.gap:.1f} points at average accuracy {100 * args.acc:.1f} with "
-        f"{100 * args.power:.0f}% power (alpha {args.alpha}; simulated, conservative: one best "
-        "and one worst phase, items independent across phases)"
-    )
-    return 0

@@ -1,4 +1,5 @@
-"""Where the shipped folders (``tasks/``, ``generators/``, ``data_cards/``) are.
+"""Where the shipped folders (``tasks/``, ``generators/``, ``data_cards/``, reference weights)
+are.
 
 In a source checkout they are the top-level folders next to ``pyproject.toml``; in an installed
 wheel they are resource packages (``phasebench._tasks`` ...), see ``pyproject.toml``.
@@ -22,3 +23,9 @@ def resource_dir(name: str) -> Path:
     if _is_checkout() and (_ROOT / name).is_dir():
         return _ROOT / name
     return Path(str(resources.files(f"phasebench._{name}")))
+
+
+def reference_weights_dir() -> Path:
+    """The committed reference models, one folder per variant, and ``tokenizer/`` (the
+    ``phasebench-ref`` alias); inside the package in a checkout and in a wheel alike."""
+    return Path(__file__).resolve().parent / "reference" / "weights"

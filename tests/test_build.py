@@ -11,7 +11,7 @@ import pytest
 from phasebench.build import generate, read_manifest, units_per_chunk
 from phasebench.errors import PhasebenchError, TokenizerError
 from phasebench.specs import SplitSpec
-from phasebench.verify import verify_config
+from phasebench.verification import verify_config
 
 # 64K tokens -> 16 base items per file: 32 base items make two files to shard over
 MULTI = SplitSpec("kv", 65536, modulus=2, n_base=32, seed=3)

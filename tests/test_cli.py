@@ -14,7 +14,7 @@ from phasebench.cli import main
 def run_cli(*args: str, cwd=None) -> subprocess.CompletedProcess:
     env = dict(os.environ, HF_HUB_OFFLINE="1")
     return subprocess.run(
-        [sys.executable, "-m", "phasebench.cli", *args],
+        [sys.executable, "-m", "phasebench", *args],
         capture_output=True,
         text=True,
         cwd=cwd,

@@ -6,14 +6,13 @@ import re
 from collections import Counter, defaultdict
 
 import pytest
-from unigram_tokenizer import unigram  # noqa: F401  (fixture)
 
 from phasebench.build import generate, iter_rows, read_manifest
 from phasebench.cli import main
 from phasebench.errors import SpecError
 from phasebench.families import code
 from phasebench.specs import SplitSpec
-from phasebench.verify import verify_config
+from phasebench.verification import verify_config
 
 CASES = [  # (tokenizer fixture, length, modulus, n_base)
     ("deepseek", 0, 8, 8),
@@ -99,7 +98,7 @@ def test_default_items_are_distinct_and_cover_four_template_families(deepseek):
     spec = SplitSpec("code", 0, n_base=64)  # the CLI default for code: 64 items
     items, reasons = code.draw_items(spec, deepseek)
     assert len(items) == 64 and len({i.defs + i.use for i in items}) == 64
-    assert Counter(i.family for i in items) == {f: 16 for f in code.FAMILIES}
+    assert Counter(i.family for i in items) == {f: 16 for f in code.TEMPLATES}
     assert len({i.use.split("def ")[1].split("(")[0] for i in items}) > 20  # names vary
     assert all(i.use.endswith(("T.Cast(FP", "=")) for i in items)  # a completion point
     for item in items:

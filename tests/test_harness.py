@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from lmeval_run import make_tiny_llama
 
-from phasebench import harness
 from phasebench.cli import main
 from phasebench.errors import PhasebenchError
+from phasebench.lmeval import harness
+from phasebench.lmeval.tasks import MAX_GEN_TOKS
+from phasebench.resources import resource_dir
 
 
 def test_tasks_dir_prints_the_folder_with_the_yamls(capsys):
@@ -15,7 +16,15 @@ def test_tasks_dir_prints_the_folder_with_the_yamls(capsys):
     folder = capsys.readouterr().out.strip()
     assert folder == harness.tasks_dir()
     assert folder.endswith("tasks")
-    assert (harness.resource_dir("tasks") / "phasebench_kv.yaml").is_file()
+    assert (resource_dir("tasks") / "phasebench_kv.yaml").is_file()
+
+
+def test_the_generation_budget_is_the_yamls():
+    import yaml
+
+    for family in ("kv", "niah"):
+        text = (resource_dir("tasks") / f"phasebench_{family}.yaml").read_text()
+        assert yaml.safe_load(text)["generation_kwargs"]["max_gen_toks"] == MAX_GEN_TOKS
 
 
 def test_requested_families():
@@ -39,8 +48,8 @@ def test_check_fits_boundary():
         harness.check_fits("kv", 4081, 16, 4096)
 
 
-def test_model_max_length_read_like_the_backend(tmp_path):
-    tiny = make_tiny_llama(tmp_path / "tiny")
+def test_model_max_length_read_like_the_backend(tiny_llama):
+    tiny = tiny_llama
     assert harness.model_max_length({"pretrained": str(tiny)}) == 2048  # config
     assert harness.model_max_length({"pretrained": str(tiny), "max_length": 300}) == 300
     assert harness.model_max_length({"max_model_len": 131200}) == 131200

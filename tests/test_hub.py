@@ -7,15 +7,9 @@ sends (create repo, branch, tree, preupload, LFS batch and upload, commit) and r
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import json
 import os
 import re
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import parse_qs, unquote, urlparse
 
 # huggingface_hub and datasets read these once, at import: set them before anything imports them.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -29,6 +23,7 @@ from phasebench.build import generate, iter_rows, read_manifest  # noqa: E402
 from phasebench.cli import main  # noqa: E402
 from phasebench.errors import PhasebenchError, TokenizerError  # noqa: E402
 from phasebench.specs import SplitSpec  # noqa: E402
+from support.fakehub import FakeHub, serve, tree  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -58,16 +53,8 @@ def repo(generated, tmp_path_factory) -> Path:
     return out
 
 
-def _tree(folder: Path) -> dict[str, bytes]:
-    return {
-        p.relative_to(folder).as_posix(): p.read_bytes()
-        for p in sorted(folder.rglob("*"))
-        if p.is_file()
-    }
-
-
 def _copy(repo: Path, dest: Path) -> Path:
-    for rel, data in _tree(repo).items():
+    for rel, data in tree(repo).items():
         (dest / rel).parent.mkdir(parents=True, exist_ok=True)
         (dest / rel).write_bytes(data)
     return dest
@@ -178,7 +165,7 @@ def test_checked_in_example_card_is_current(repo):
 def test_build_is_deterministic(generated, repo, tmp_path):
     again = tmp_path / "again"
     hub.build_repo([generated], again, repo_id="ORG/NAME")
-    assert _tree(again) == _tree(repo)
+    assert tree(again) == tree(repo)
 
 
 def test_refuses_non_empty_out_and_overwrites_atomically(generated, tmp_path, capsys):
@@ -188,16 +175,16 @@ def test_refuses_non_empty_out_and_overwrites_atomically(generated, tmp_path, ca
     assert main(["publish", str(generated), "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert "not empty" in err and "--overwrite" in err and "Traceback" not in err
-    assert _tree(out) == {"keep.txt": b"mine"}
+    assert tree(out) == {"keep.txt": b"mine"}
     assert main(["publish", str(generated), "--out", str(out), "--overwrite"]) == 0
-    assert "keep.txt" not in _tree(out) and hub.repo_problems(out) == []
+    assert "keep.txt" not in tree(out) and hub.repo_problems(out) == []
     assert [p.name for p in tmp_path.iterdir()] == ["out"]  # no temp folder left behind
 
 
 def test_bad_input_is_one_line_and_writes_nothing(generated, tmp_path, capsys):
     out = tmp_path / "out"
     assert main(["publish", str(generated), "--out", str(out), "--default-config", "nope"]) == 2
-    assert "'--default-config' must be one of" in capsys.readouterr().err
+    assert "'default_config' must be one of" in capsys.readouterr().err
     assert main(["publish", str(generated), "--out", str(out), "--push"]) == 2
     assert "--push needs --repo-id" in capsys.readouterr().err
     assert main(["publish", str(generated), "--out", str(generated / "inside")]) == 2
@@ -266,23 +253,23 @@ def test_load_split_checks_tokenizer_and_content(repo, tmp_path, deepseek_bos):
 
 
 def test_published_configs_read_like_generated_ones(repo, generated):
-    from phasebench.verify import verify_config
+    from phasebench.verification import verify_config
 
-    folders = hub.config_folders(repo, family="kv", lengths=[512])
+    folders = hub.select_configs(repo, family="kv", lengths=[512])
     assert [f.relative_to(repo).as_posix() for f in folders] == ["kv_512_deepseek_v4"]
-    assert len(hub.config_folders(repo)) == len(hub.read_index(repo)["configs"])
+    assert len(hub.select_configs(repo)) == len(hub.read_index(repo)["configs"])
     # what reads generated output (the lm-eval tasks' dataset_path) reads the repository as is
     assert build.config_folders(repo) == sorted(repo / n for n in _originals(generated))
-    assert hub.config_folders(generated, family="kv", lengths=[256]) == [generated / "kv_256"]
-    assert len(hub.config_folders(generated, lengths=[256])) == 3  # kv, niah and code
+    assert hub.select_configs(generated, family="kv", lengths=[256]) == [generated / "kv_256"]
+    assert len(hub.select_configs(generated, lengths=[256])) == 3  # kv, niah and code
     original = _originals(generated)["kv_512_deepseek_v4"]
     assert list(iter_rows(folders[0])) == list(iter_rows(original))
     report = verify_config(folders[0], progress=False)  # re-encodes every published prompt
     assert report.ok and report.checked == report.rows == 128, report.lines()
     with pytest.raises(PhasebenchError, match=r"holds no config kv at lengths \[12345\]"):
-        hub.config_folders(repo, family="kv", lengths=[12345])
+        hub.select_configs(repo, family="kv", lengths=[12345])
     with pytest.raises(PhasebenchError, match="neither a folder nor a Hub dataset id"):
-        hub.config_folders("./no/such/folder")
+        hub.select_configs("./no/such/folder")
 
 
 # -- validation before a push -----------------------------------------------------------------
@@ -334,211 +321,10 @@ def test_hidden_files_of_a_clone_are_not_part_of_the_dataset(repo, tmp_path):
     (clone / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
     assert hub.repo_problems(clone) == []
     paths = [op.path_in_repo for op in hub.commit_operations(clone)]
-    assert paths == sorted(_tree(repo)) and not any(p.startswith(".") for p in paths)
+    assert paths == sorted(tree(repo)) and not any(p.startswith(".") for p in paths)
 
 
-# -- the push, against a local Hub stand-in ---------------------------------------------------
-
-
-class FakeHub:
-    """Records the requests huggingface_hub sends and answers like the Hub's API."""
-
-    SHA = "b" * 40  # the one commit the stand-in serves
-
-    def __init__(self, existing: list[str] | None = None, served: Path | None = None):
-        self.served = _tree(served) if served is not None else {}
-        self.requests: list[dict] = []
-        self.lfs: dict[str, bytes] = {}
-        self.commits: list[dict] = []
-        self.existing = existing or []
-        handler = type("Handler", (_Handler,), {"hub": self})
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(
-            target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        )
-        self.thread.start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-    def committed_files(self) -> dict[str, bytes]:
-        (commit,) = self.commits
-        files = {}
-        for item in commit["lines"]:
-            if item["key"] == "file":
-                files[item["value"]["path"]] = base64.b64decode(item["value"]["content"])
-            elif item["key"] == "lfsFile":
-                files[item["value"]["path"]] = self.lfs[item["value"]["oid"]]
-        return files
-
-
-class _Handler(BaseHTTPRequestHandler):
-    hub: FakeHub
-
-    def log_message(self, *args):  # keep pytest output clean
-        pass
-
-    def _body(self) -> bytes:
-        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-            data = b""
-            while True:
-                size = int(self.rfile.readline().strip(), 16)
-                if size == 0:
-                    self.rfile.readline()
-                    return data
-                data += self.rfile.read(size)
-                self.rfile.readline()
-        return self.rfile.read(int(self.headers.get("Content-Length") or 0))
-
-    def _reply(self, status: int, payload) -> None:
-        body = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def do_GET(self):
-        self._handle("GET")
-
-    def do_POST(self):
-        self._handle("POST")
-
-    def do_PUT(self):
-        self._handle("PUT")
-
-    def do_HEAD(self):
-        self._handle("HEAD")
-
-    def _file(self, method: str, data: bytes) -> None:
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(data)))
-        self.send_header("ETag", f'"{hashlib.sha256(data).hexdigest()}"')
-        self.send_header("X-Repo-Commit", FakeHub.SHA)
-        self.end_headers()
-        if method == "GET":
-            self.wfile.write(data)
-
-    def _handle(self, method: str) -> None:
-        url = urlparse(self.path)
-        path, query = unquote(url.path), parse_qs(url.query)
-        body = self._body()
-        hub = self.hub
-        if path == "/api/agent-harnesses":  # the client's own registry lookup, not our business
-            return self._reply(404, {"error": "not here"})
-        hub.requests.append(
-            {
-                "method": method,
-                "path": path,
-                "query": query,
-                "auth": self.headers.get("Authorization"),
-                "size": len(body),
-            }
-        )
-        if path == "/api/validate-yaml":
-            content = json.loads(body)["content"]
-            ok = content.startswith("---\n") and json.loads(body)["repoType"] == "dataset"
-            return self._reply(200 if ok else 400, {"errors": [] if ok else [{"message": "bad"}]})
-        if path == "/api/repos/create":
-            payload = json.loads(body)
-            hub.requests[-1]["json"] = payload
-            repo = f"{payload['organization']}/{payload['name']}"
-            return self._reply(200, {"url": f"{hub.url}/datasets/{repo}"})
-        if m := re.fullmatch(r"/api/datasets/([^/]+/[^/]+)/branch/(.+)", path):
-            return self._reply(200, {})
-        if m := re.fullmatch(r"/api/datasets/([^/]+/[^/]+)/tree/([^/]+)/?", path):
-            entries = [
-                {"type": "file", "path": p, "size": 1, "oid": "0" * 40} for p in hub.existing
-            ] + [
-                {
-                    "type": "file",
-                    "path": p,
-                    "size": len(data),
-                    "oid": hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest(),
-                }
-                for p, data in hub.served.items()
-            ]
-            return self._reply(200, entries)
-        if m := re.fullmatch(r"/api/datasets/([^/]+/[^/]+)/revision/(.+)", path):
-            siblings = [{"rfilename": p} for p in hub.served]
-            return self._reply(200, {"id": m.group(1), "sha": FakeHub.SHA, "siblings": siblings})
-        if m := re.fullmatch(r"/datasets/([^/]+/[^/]+)/resolve/([^/]+)/(.+)", path):
-            if m.group(3) not in hub.served:
-                return self._reply(404, {"error": "Entry not found"})
-            return self._file(method, hub.served[m.group(3)])
-        if m := re.fullmatch(r"/api/datasets/([^/]+/[^/]+)/preupload/(.+)", path):
-            files = json.loads(body)["files"]
-            return self._reply(
-                200,
-                {
-                    "files": [
-                        {
-                            "path": f["path"],
-                            "uploadMode": "lfs" if f["path"].endswith(".parquet") else "regular",
-                            "shouldIgnore": False,
-                        }
-                        for f in files
-                    ]
-                },
-            )
-        if m := re.fullmatch(r"/datasets/([^/]+/[^/]+)\.git/info/lfs/objects/batch", path):
-            objects = json.loads(body)["objects"]
-            return self._reply(
-                200,
-                {
-                    "transfer": "basic",
-                    "objects": [
-                        {
-                            "oid": o["oid"],
-                            "size": o["size"],
-                            "actions": {"upload": {"href": f"{hub.url}/lfs-upload/{o['oid']}"}},
-                        }
-                        for o in objects
-                    ],
-                },
-            )
-        if m := re.fullmatch(r"/lfs-upload/([0-9a-f]{64})", path):
-            if hashlib.sha256(body).hexdigest() != m.group(1):
-                return self._reply(400, {"error": "sha256 mismatch"})
-            hub.lfs[m.group(1)] = body
-            return self._reply(200, {})
-        if m := re.fullmatch(r"/api/datasets/([^/]+/[^/]+)/commit/(.+)", path):
-            lines = [json.loads(line) for line in body.decode().splitlines() if line]
-            hub.commits.append(
-                {"repo": m.group(1), "revision": m.group(2), "query": query, "lines": lines}
-            )
-            pr = "create_pr" in query
-            return self._reply(
-                200,
-                {
-                    "commitUrl": f"{hub.url}/datasets/{m.group(1)}/commit/{'a' * 40}",
-                    "commitOid": "a" * 40,
-                    "pullRequestUrl": f"{hub.url}/datasets/{m.group(1)}/discussions/1"
-                    if pr
-                    else None,
-                },
-            )
-        return self._reply(404, {"error": f"no route {method} {path}"})
-
-
-def _serve(monkeypatch, server: FakeHub) -> FakeHub:
-    from huggingface_hub import constants
-
-    # The stand-in speaks the Hub API and the LFS protocol, not Xet storage. Requests may go
-    # out (to 127.0.0.1 only: the default endpoint is the stand-in too) even if the calling
-    # environment sets HF_HUB_OFFLINE=1.
-    monkeypatch.setattr(constants, "HF_HUB_DISABLE_XET", True)
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
-    monkeypatch.setattr(constants, "ENDPOINT", server.url)
-    monkeypatch.setattr(
-        constants,
-        "HUGGINGFACE_CO_URL_TEMPLATE",
-        server.url + "/{repo_id}/resolve/{revision}/{filename}",
-    )
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
-    return server
+# -- the push, against a local Hub stand-in (tests/support/fakehub.py) ------------------------
 
 
 #: Files of an earlier publish on the stand-in: a config this publish lacks, and a shard that a
@@ -552,7 +338,7 @@ STALE = [
 
 @pytest.fixture
 def hub_server(monkeypatch):
-    server = _serve(
+    server = serve(
         monkeypatch,
         FakeHub(
             existing=[".gitattributes", "notes/keep.md", "kv_256_deepseek_v4/manifest.json", *STALE]
@@ -567,10 +353,10 @@ def test_config_folders_from_a_hub_id_download_only_what_is_asked(
 ):
     from huggingface_hub import constants
 
-    server = _serve(monkeypatch, FakeHub(served=repo))
+    server = serve(monkeypatch, FakeHub(served=repo))
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "cache"))
     try:
-        (folder,) = hub.config_folders(
+        (folder,) = hub.select_configs(
             "ORG/NAME", family="niah", lengths=[512], endpoint=server.url
         )
     finally:
@@ -604,10 +390,10 @@ def test_push_is_one_commit_of_the_folder(repo, hub_server):
     commits = [r for r in routes if "/commit/" in r[1]]
     assert commits == [("POST", "/api/datasets/ORG/NAME/commit/v1")]
     # the commit holds exactly the folder's bytes; parquet went through LFS
-    assert hub_server.committed_files() == _tree(repo)
+    assert hub_server.committed_files() == tree(repo)
     lines = hub_server.commits[0]["lines"]
     lfs_paths = {x["value"]["path"] for x in lines if x["key"] == "lfsFile"}
-    assert lfs_paths == {p for p in _tree(repo) if p.endswith(".parquet")}
+    assert lfs_paths == {p for p in tree(repo) if p.endswith(".parquet")}
     # files of an earlier publish's configs that this one lacks are deleted, others are left
     deleted = [x["value"]["path"] for x in lines if x["key"].startswith("deleted")]
     assert deleted == sorted(STALE)
@@ -621,7 +407,7 @@ def test_push_from_cli_with_pull_request(generated, tmp_path, hub_server, monkey
     assert "discussions/1" in capsys.readouterr().out
     (commit,) = hub_server.commits
     assert commit["revision"] == "main" and commit["query"]["create_pr"] == ["1"]
-    assert hub_server.committed_files() == _tree(out)
+    assert hub_server.committed_files() == tree(out)
     api_calls = [r for r in hub_server.requests if not r["path"].startswith("/lfs-upload/")]
     assert all(r["auth"] == "Bearer hf_from_env" for r in api_calls)
     assert not any("/branch/" in r["path"] for r in hub_server.requests)

@@ -1,23 +1,30 @@
-"""A non-editable ``pip install .`` ships the task YAMLs: ``phasebench tasks-dir`` points lm-eval
-at them from any working directory, with no checkout on the path."""
+"""A non-editable install ships the task YAMLs: ``phasebench tasks-dir`` points lm-eval at them
+from any working directory, with no checkout on the path.
+
+The wheel is built from a copy of the source tree with the build backend of the test
+environment (``--no-build-isolation``: no download, and never the base interpreter's old
+setuptools), installed with ``--target`` into a folder of its own, and run by this interpreter
+with only that folder in front of the path, so every import of ``phasebench`` comes from the
+wheel while torch, lm-eval and the rest come from the test environment."""
 
 from __future__ import annotations
 
 import json
 import shutil
 import subprocess
-import venv
+import sys
+from pathlib import Path
 
 import pytest
-from lmeval_run import ROOT, env, make_tiny_llama, outputs
 
-SHIPPED = ("pyproject.toml", "README.md", "phasebench", "tasks", "generators", "data_cards")
+from support.lmeval import ROOT, lm_eval, offline_env, outputs
+
+SHIPPED = ("pyproject.toml", "README.md", "LICENSE", "phasebench", "tasks", "generators",
+           "data_cards")  # fmt: skip
 
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
-    """A venv (system site-packages for torch, lm-eval, ...) with phasebench built as a wheel
-    from a copy of the source tree and installed into it."""
     base = tmp_path_factory.mktemp("install")
     src = base / "src"
     src.mkdir()
@@ -27,42 +34,42 @@ def installed(tmp_path_factory):
             shutil.copytree(path, src / name, ignore=shutil.ignore_patterns("__pycache__"))
         elif path.exists():
             shutil.copy(path, src / name)
-    (src / "README.md").touch()
-    # without its own pip: the venv would bundle an old setuptools that shadows the build
-    # backend pyproject.toml asks for (--no-build-isolation uses whatever is importable)
-    venv.create(base / "venv", system_site_packages=True, with_pip=False)
-    python = str(base / "venv" / "bin" / "python")
+    wheels, target = base / "wheels", base / "site"
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
     subprocess.run(
-        [python, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", str(src)],
+        [*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", str(wheels), str(src)],
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
+    (wheel,) = wheels.glob("phasebench-*.whl")
+    subprocess.run(
+        [*pip, "install", "--no-deps", "--target", str(target), str(wheel)],
         check=True,
         capture_output=True,
         timeout=600,
     )
     shutil.rmtree(src)  # nothing may come from the source tree any more
-    return base, python
-
-
-def _clean_env(base):
-    out = env(base / "cache")
-    out.pop("PYTHONPATH", None)
-    return out
+    env = offline_env(base / "cache", source_on_path=False)
+    env["PYTHONPATH"] = str(target)
+    return base, target, env
 
 
 def test_tasks_dir_is_inside_the_installed_package(installed):
-    base, python = installed
+    base, target, env = installed
     work = base / "elsewhere"
     work.mkdir(exist_ok=True)
     proc = subprocess.run(
-        [str(base / "venv" / "bin" / "phasebench"), "tasks-dir"],  # the console script
+        [sys.executable, "-m", "phasebench", "tasks-dir"],
         cwd=work,
-        env=_clean_env(base),
+        env=env,
         capture_output=True,
         text=True,
         check=True,
     )
     folder = proc.stdout.strip()
-    assert folder.startswith(str(base / "venv")), folder
-    names = {p.name for p in __import__("pathlib").Path(folder).iterdir()}
+    assert folder.startswith(str(target)), folder
+    names = {p.name for p in Path(folder).iterdir()}
     assert {
         "phasebench.yaml",
         "phasebench_kv.yaml",
@@ -70,57 +77,30 @@ def test_tasks_dir_is_inside_the_installed_package(installed):
         "phasebench_code.yaml",
         "_phasebench_common.yaml",
         "phasebench_hooks.py",
+        "README.md",
     } <= names
 
 
-def test_lm_eval_finds_the_installed_tasks(installed):
-    base, python = installed
+@pytest.mark.slow
+def test_lm_eval_finds_the_installed_tasks(installed, tiny_llama):
+    base, target, env = installed
     work = base / "run"
     work.mkdir(exist_ok=True)
-    tiny = make_tiny_llama(base / "tiny")
-    clean = _clean_env(base)
     tasks_dir = subprocess.run(
-        [python, "-m", "phasebench.cli", "tasks-dir"],
+        [sys.executable, "-m", "phasebench", "tasks-dir"],
         cwd=work,
-        env=clean,
+        env=env,
         capture_output=True,
         text=True,
         check=True,
     ).stdout.strip()
     metadata = {"max_seq_lengths": [256], "n_base": 8, "phase_modulus": 4}
-    proc = subprocess.run(
-        [
-            python,
-            "-m",
-            "lm_eval",
-            "--model",
-            "hf",
-            "--model_args",
-            f"pretrained={tiny},dtype=float32",
-            "--tasks",
-            "phasebench_kv",
-            "--include_path",
-            tasks_dir,
-            "--metadata",
-            json.dumps(metadata),
-            "--device",
-            "cpu",
-            "--batch_size",
-            "8",
-            "--log_samples",
-            "--output_path",
-            str(work / "out"),
-        ],
-        cwd=work,
-        env=clean,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    proc = lm_eval(work, f"pretrained={tiny_llama},dtype=float32", "phasebench_kv", metadata,
+                   include_path=tasks_dir, env=env, timeout=900)  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     results, samples = outputs(work / "out")
     assert len(samples["phasebench_kv"]) == 8 * 4
-    assert "phase_gap@256,none" in results["results"]["phasebench_kv"]
+    assert "phase_gap,none" in results["results"]["phasebench_kv"]
     # the task's hooks came from the installed package, not from a checkout
     config = results["configs"]["phasebench_kv"]
     assert config["metadata"]["config_source"].startswith(tasks_dir)

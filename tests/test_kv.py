@@ -11,7 +11,7 @@ import pytest
 from phasebench.build import generate, iter_rows, read_manifest
 from phasebench.families import kv
 from phasebench.specs import SplitSpec
-from phasebench.verify import verify_config
+from phasebench.verification import verify_config
 
 CASES = [  # (tokenizer fixture, length, modulus, seed)
     ("deepseek", 512, 8, 0),

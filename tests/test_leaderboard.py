@@ -11,13 +11,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from leaderboard_submissions import REVISION, TASK, TASKS, make_submission, split_rows, write_lmeval
 
 from phasebench.cli import main
 from phasebench.leaderboard.pack import pack
 from phasebench.leaderboard.render import build_site
 from phasebench.leaderboard.score import load_reported, score
 from phasebench.leaderboard.validate import validate_all
+from support.submissions import REVISION, TASK, TASKS, make_submission, split_rows, write_lmeval
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -366,9 +366,10 @@ def test_sample_size_caps_apply_to_decompressed_bytes(tmp_path, rows, cache, mon
     packed = tmp_path / "subs" / "acme__phase-model" / REVISION
     pack(folder, packed, folder / "submission.yaml")
     size = len(gzip.decompress(next(packed.glob("samples_*.gz")).read_bytes()))
-    monkeypatch.setattr(collect, "MAX_SAMPLES_BYTES", size - 1)
+    from phasebench.samples import ReadLimits
+
+    monkeypatch.setattr(collect, "SAMPLE_LIMITS", ReadLimits(max_bytes=size - 1))
     rule, _, message = _refusal(tmp_path / "subs", cache)
     assert rule == "size" and "bytes of samples" in message
-    monkeypatch.setattr(collect, "MAX_SAMPLES_BYTES", size)
-    monkeypatch.setattr(collect, "MAX_LINE_BYTES", 100)
+    monkeypatch.setattr(collect, "SAMPLE_LIMITS", ReadLimits(max_bytes=size, max_line_bytes=100))
     assert _refusal(tmp_path / "subs", cache)[0] == "size"

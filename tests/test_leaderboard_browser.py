@@ -10,12 +10,12 @@ import threading
 from pathlib import Path
 
 import pytest
-from leaderboard_submissions import TASKS, make_submission, split_rows
 from playwright.sync_api import sync_playwright
 
 from phasebench.leaderboard.render import build_site
 from phasebench.leaderboard.score import load_reported, score
 from phasebench.leaderboard.validate import validate_all
+from support.submissions import TASKS, make_submission, split_rows
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"

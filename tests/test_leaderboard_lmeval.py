@@ -9,10 +9,10 @@ import json
 import shutil
 
 import pytest
-from leaderboard_runs import tiny_submission
 
 from phasebench.cli import main
 from phasebench.leaderboard.validate import validate_all
+from support.runs import tiny_submission
 
 
 @pytest.mark.slow

@@ -7,8 +7,9 @@ import json
 import numpy as np
 import pytest
 
-from phasebench import lmeval
 from phasebench.errors import PhasebenchError, TokenizerError
+from phasebench.lmeval import data
+from phasebench.lmeval import tasks as lmeval
 
 
 @pytest.fixture(autouse=True)
@@ -61,7 +62,7 @@ def test_process_results_generate():
     assert "phase_gap" in out and "phase_gap@1024" in out
     assert not any(k.endswith("@4096") for k in out)
     assert {f"acc_phase_{r}@1024" for r in range(8)} <= set(out)
-    assert out["phase_gap@1024"] == (1024, 8, "5", 3, 1.0, None, 0)
+    assert out["phase_gap@1024"] == (1024, 8, "1024/5", 3, 1.0, None, 0)
     assert "margin" not in out and "acc@1024" in out
     assert lmeval.process_results(_doc(), ["54321"])["acc"] == 0.0
 
@@ -80,7 +81,7 @@ def test_process_results_code_margin():
 
 def _records(acc_by_phase, n_base=16, length=1024, modulus=8):
     return [
-        (length, modulus, str(b), r, float(acc_by_phase[r][b]), None, 0)
+        (length, modulus, f"{length}/{b}", r, float(acc_by_phase[r][b]), None, 0)
         for b in range(n_base)
         for r in range(modulus)
     ]
@@ -110,7 +111,7 @@ def test_aggregate_pools_lengths_as_separate_units():
 
 
 def test_split_specs_from_metadata():
-    specs = lmeval.split_specs(
+    specs = data.split_specs(
         "kv",
         {
             "pretrained": "deepseek-v4",
@@ -124,27 +125,29 @@ def test_split_specs_from_metadata():
     assert [s.length for s in specs] == [1024, 2048]
     assert {(s.modulus, s.n_base, s.seed) for s in specs} == {(4, 16, 0)}
     assert specs[0].tokenizer_args == (("add_bos_token", "True"),)
-    assert lmeval.split_specs("niah", {"pretrained": "deepseek-v4"})[0].length == 4096
+    assert data.split_specs("niah", {"pretrained": "deepseek-v4"})[0].length == 4096
     with pytest.raises(PhasebenchError, match="pretrained=MODEL"):
-        lmeval.split_specs("kv", {"max_seq_lengths": [1024]})
+        data.split_specs("kv", {"max_seq_lengths": [1024]})
+    # API backends name the served model with model= (local-completions, openai-completions)
+    assert data.split_specs("kv", {"model": "deepseek-v4"})[0].tokenizer == "deepseek-v4"
     with pytest.raises(PhasebenchError, match="max_seq_lengths"):
-        lmeval.split_specs("kv", {"pretrained": "deepseek-v4", "max_seq_lengths": ["x"]})
+        data.split_specs("kv", {"pretrained": "deepseek-v4", "max_seq_lengths": ["x"]})
 
 
-def test_load_split_generates_once_and_caches(tmp_path):
+def test_task_dataset_generates_once_and_caches(tmp_path):
     kwargs = {"pretrained": "deepseek-v4", "max_seq_lengths": [256], "n_base": 16}
-    first = lmeval.resolve_split("kv", **kwargs)
+    first = data.resolve_split("kv", **kwargs)
     assert len(first.rows) == 16 * 8
     assert {r["phase"] for r in first.rows} == set(range(8))
     (folder,) = first.folders
     stamp = (folder / "manifest.json").stat().st_mtime_ns
-    second = lmeval.resolve_split("kv", **kwargs, version=1.0)  # lm-eval adds task metadata
+    second = data.resolve_split("kv", **kwargs, version=1.0)  # lm-eval adds task metadata
     assert second.folders == first.folders
     assert (folder / "manifest.json").stat().st_mtime_ns == stamp  # not regenerated
     assert second.rows == first.rows
     leftovers = [p.name for p in folder.parent.parent.iterdir() if p.name.startswith(".tmp")]
     assert leftovers == []
-    dataset = lmeval.load_split("kv", **kwargs)
+    dataset = lmeval.task_dataset("kv", **kwargs)
     assert dataset["test"].num_rows == 16 * 8
     assert dataset["test"][0]["id"] == first.rows[0]["id"]
 
@@ -155,16 +158,16 @@ def test_prebuilt_split_checked_against_the_model_tokenizer(tmp_path):
 
     out = tmp_path / "split"
     generate([SplitSpec("kv", 256, n_base=16)], out, progress=False)
-    ok = lmeval.resolve_split("kv", pretrained="deepseek-v4", dataset_path=str(out))
+    ok = data.resolve_split("kv", pretrained="deepseek-v4", dataset_path=str(out))
     assert len(ok.rows) == 128
     with pytest.raises(TokenizerError, match="was built for tokenizer"):
-        lmeval.resolve_split(
+        data.resolve_split(
             "kv", pretrained="deepseek-v4", add_bos_token=False, dataset_path=str(out)
         )
     with pytest.raises(PhasebenchError, match="holds no config niah"):
-        lmeval.resolve_split("niah", pretrained="deepseek-v4", dataset_path=str(out))
+        data.resolve_split("niah", pretrained="deepseek-v4", dataset_path=str(out))
     with pytest.raises(PhasebenchError, match="neither a folder nor a Hub dataset id"):
-        lmeval.resolve_split("kv", pretrained="deepseek-v4", dataset_path=str(tmp_path / "no"))
+        data.resolve_split("kv", pretrained="deepseek-v4", dataset_path=str(tmp_path / "no"))
 
 
 def test_prebuilt_folder_with_several_tokenizers_takes_the_models(tmp_path):
@@ -178,21 +181,21 @@ def test_prebuilt_folder_with_several_tokenizers_takes_the_models(tmp_path):
         generate([SplitSpec("kv", 256, n_base=16, tokenizer_args=args)], out, progress=False)
         repo.mkdir(exist_ok=True)
         (out / "kv_256").rename(repo / f"kv_256_{slug}")
-    nobos = lmeval.resolve_split(
+    nobos = data.resolve_split(
         "kv", pretrained="deepseek-v4", add_bos_token=False, dataset_path=str(repo)
     )
     assert [f.name for f in nobos.folders] == ["kv_256_nobos"]
-    plain = lmeval.resolve_split("kv", pretrained="deepseek-v4", dataset_path=str(repo))
+    plain = data.resolve_split("kv", pretrained="deepseek-v4", dataset_path=str(repo))
     assert [f.name for f in plain.folders] == ["kv_256_plain"]
     with pytest.raises(TokenizerError, match="was built for tokenizer"):
-        lmeval.resolve_split(
+        data.resolve_split(
             "kv", pretrained="deepseek-v4", add_bos_token=True, dataset_path=str(repo)
         )
 
 
 def test_relabel_shifts_phase_cyclically():
     row = {"anchor_index": 101, "phase": 5, "phase_modulus": 8, "family": "kv"}
-    out = lmeval.relabel(row, 6)
+    out = data.relabel(row, 6)
     assert (out["anchor_index"], out["phase"], out["split_phase"], out["anchor_offset"]) == (
         107,
         3,
@@ -221,8 +224,8 @@ def test_chat_template_offset_relabels_phases(smollm2):
         "n_base": 8,
         "phase_modulus": 4,
     }
-    plain = lmeval.resolve_split("kv", **kwargs)
-    chat = lmeval.resolve_split("kv", **kwargs, apply_chat_template=True)
+    plain = data.resolve_split("kv", **kwargs)
+    chat = data.resolve_split("kv", **kwargs, apply_chat_template=True)
     assert plain.anchor_offset == 0 and chat.anchor_offset > 10
     tmpl = smollm2.hf.apply_chat_template(
         [{"role": "user", "content": "\x00"}], tokenize=False, add_generation_prompt=True

@@ -8,7 +8,6 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from unigram_tokenizer import unigram  # noqa: F401  (fixture)
 
 from phasebench.build import generate, iter_rows, read_manifest
 from phasebench.cli import main
@@ -17,7 +16,7 @@ from phasebench.families import niah
 from phasebench.rng import derive_rng
 from phasebench.specs import SplitSpec
 from phasebench.tokenization import check_seams
-from phasebench.verify import verify_config
+from phasebench.verification import verify_config
 
 CASES = [  # (tokenizer fixture, length, modulus, seed)
     ("deepseek", 1024, 8, 0),

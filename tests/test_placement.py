@@ -1,5 +1,10 @@
 from __future__ import annotations
 
+import hashlib
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -14,8 +19,15 @@ from phasebench.rng import derive_rng, derive_seed
 
 
 def test_derived_streams_depend_only_on_their_key():
-    assert derive_seed(0, "kv", 4096, "base", 3) == derive_seed(0, "kv", 4096, "base", 3)
+    # the documented derivation: SHA-256 of the key parts joined by \x1f, first 16 bytes
+    digest = hashlib.sha256(b"0\x1fkv\x1f4096\x1fbase\x1f3").digest()[:16]
+    assert derive_seed(0, "kv", 4096, "base", 3) == int.from_bytes(digest, "big")
     assert derive_seed(0, "kv", 4096, "base", 3) != derive_seed(0, "kv", 4096, "base", 4)
+    # and no dependence on the interpreter's string hashing (a fresh process, another seed)
+    code = "from phasebench.rng import derive_seed; print(derive_seed(0, 'kv', 4096, 'base', 3))"
+    env = dict(os.environ, PYTHONHASHSEED="12345")
+    other = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert int(other.stdout) == derive_seed(0, "kv", 4096, "base", 3), other.stderr
     a = derive_rng(7, "x").integers(0, 1 << 30, 5)
     np.random.seed(123)  # global state must not matter
     assert np.array_equal(a, derive_rng(7, "x").integers(0, 1 << 30, 5))

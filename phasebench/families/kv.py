@@ -74,6 +74,7 @@ def content(spec: SplitSpec) -> engine.NeedleContent:
 
 exact_check = engine.exact_check
 verify_row = engine.verify_row
+verify_config = engine.verify_config
 EXTRA_FIELDS: tuple = ()
 
 

@@ -16,6 +16,7 @@ needles. Everything random comes from streams derived from (seed, family, length
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -84,8 +85,12 @@ class NeedlePlan:
     residue: np.ndarray
 
     @property
-    def n_rows(self) -> int:
-        return len(self.items) * self.spec.modulus
+    def n_units(self) -> int:
+        return len(self.items)
+
+    @property
+    def rows_per_unit(self) -> int:
+        return self.spec.modulus
 
     def anchors(self) -> tuple[np.ndarray, np.ndarray]:
         """Anchor index and phase of every row, in row order."""
@@ -157,7 +162,6 @@ def plan(spec: SplitSpec, tok: PhaseTokenizer, content: NeedleContent) -> Needle
     window = P * EXTRA_MULTIPLES + slack_min  # leftover lies in [window, window + max_piece)
 
     depths = stratified_depths(spec.n_base, derive_rng(spec.seed, spec.family, L, "depths"))
-    mean_piece = float(pool_counts.mean())
     items: list[ItemPlan] = []
     for b in range(spec.n_base):
         rng = derive_rng(spec.seed, spec.family, L, "base", b)
@@ -189,7 +193,6 @@ def plan(spec: SplitSpec, tok: PhaseTokenizer, content: NeedleContent) -> Needle
         before = int(cum[split - 1]) if split else 0
         y = tok.n_prefix + header_tokens + before + pad + lead_n + key_token_offset(tok, needle)
         items.append(ItemPlan(b, needle, body, split, y, L - fixed - used))
-    del mean_piece
     y = np.array([it.y for it in items])
     assignment = assign_residues(y, P, derive_rng(spec.seed, spec.family, L, "residues"))
     if assignment.deviation > TOLERANCE:
@@ -320,4 +323,28 @@ def verify_row(tok: PhaseTokenizer, row: dict) -> list[str]:
     for name, got in (("length", n), ("anchor_index", anchor), ("question_index", question)):
         if got != row[name]:
             problems.append(f"{name} is {got} on re-encoding, row claims {row[name]}")
+    return problems
+
+
+def verify_config(spec: SplitSpec, meta: dict) -> list[str]:
+    """Config-level claims of a kv/niah config: every prompt has the spec's length, the
+    question starts at one token index, and every base item is rendered exactly once at every
+    phase with one answer, key, question index and length."""
+    problems = []
+    P = spec.modulus
+    if set(meta["length"]) != {spec.length}:
+        problems.append(f"not every prompt is {spec.length} tokens long")
+    if len(set(meta["question_index"])) != 1:
+        problems.append("the question does not start at the same token index in every prompt")
+    groups: dict[int, list[int]] = defaultdict(list)
+    for i, b in enumerate(meta["base_id"]):
+        groups[b].append(i)
+    if len(groups) != spec.n_base:
+        problems.append(f"{len(groups)} base items, spec asks for {spec.n_base}")
+    for b, idx in groups.items():
+        if sorted(meta["phase"][i] for i in idx) != list(range(P)):
+            problems.append(f"base item {b} is not rendered exactly once at every phase")
+        for col in ("answer", "needle_key", "question_index", "length"):
+            if len({meta[col][i] for i in idx}) != 1:
+                problems.append(f"base item {b}: {col} differs between its phase renderings")
     return problems

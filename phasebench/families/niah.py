@@ -260,6 +260,7 @@ def content(spec: SplitSpec, tok: PhaseTokenizer) -> engine.NeedleContent:
 
 exact_check = engine.exact_check
 verify_row = engine.verify_row
+verify_config = engine.verify_config
 EXTRA_FIELDS: tuple = ()
 
 

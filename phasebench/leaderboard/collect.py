@@ -10,9 +10,6 @@ that would stop the other submissions.
 
 from __future__ import annotations
 
-import gzip
-import json
-import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -21,19 +18,21 @@ from typing import Any
 
 import yaml
 
+from phasebench import samples
+
 SUBMISSION_FILE = "submission.yaml"
 MAX_YAML_BYTES = 64 * 1024
 MAX_RESULTS_BYTES = 32 * 1024 * 1024
-MAX_SAMPLES_BYTES = 1024 * 1024 * 1024  # decompressed
-MAX_LINE_BYTES = 64 * 1024 * 1024
 MAX_FILES = 64
+#: Caps on every samples file, checked while it is streamed (decompressed bytes, one line).
+SAMPLE_LIMITS = samples.ReadLimits(max_bytes=1024 * 1024 * 1024, max_line_bytes=64 * 1024 * 1024)
 
 #: ``<org>__<model>`` folder names: Hub-safe characters only, no dots at the start (no ``..``).
 MODEL_DIR = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}__[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
 REVISION_DIR = re.compile(r"^[0-9a-f]{40}$")
 FILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$")
-RESULTS_NAME = re.compile(r"^results_[A-Za-z0-9._-]+\.json$")
-SAMPLES_NAME = re.compile(r"^samples_(?P<task>[A-Za-z0-9_]+?)_(?P<date>[0-9T.:-]+)\.jsonl(\.gz)?$")
+RESULTS_NAME = samples.RESULTS_NAME
+SAMPLES_NAME = samples.SAMPLES_NAME
 
 
 @dataclass(frozen=True)
@@ -67,19 +66,6 @@ class RawSubmission:
     samples: dict[str, tuple[Path, list[dict[str, Any]]]] = field(default_factory=dict)
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"non-finite number {name} is not allowed")
-
-
-def _nonfinite_marker(name: str) -> float:
-    return float("nan")
-
-
-def loads_strict(text: str) -> Any:
-    """JSON without NaN/Infinity (Python's json accepts them by default)."""
-    return json.loads(text, parse_constant=_reject_constant)
-
-
 def _read_capped(path: Path, limit: int, rule: str) -> bytes:
     if path.is_symlink() or not path.is_file():
         raise Refused("path", path, "not a regular file (symlinks are refused)")
@@ -102,62 +88,21 @@ def read_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
-def _finite_tree(value: Any, where: str, allow_nan_keys: re.Pattern | None = None) -> None:
-    """Refuse NaN/inf anywhere except under keys matching ``allow_nan_keys``."""
-    stack: list[tuple[str, Any]] = [(where, value)]
-    while stack:
-        key, item = stack.pop()
-        if isinstance(item, float) and not math.isfinite(item):
-            if allow_nan_keys is None or not allow_nan_keys.search(key):
-                raise ValueError(f"non-finite number at {key}")
-        elif isinstance(item, dict):
-            stack.extend((f"{key}.{k}", v) for k, v in item.items())
-        elif isinstance(item, list):
-            stack.extend((f"{key}[{i}]", v) for i, v in enumerate(item))
-
-
-_STDERR_KEY = re.compile(r"_stderr,[^.]*$")
-
-
 def read_results(path: Path) -> dict[str, Any]:
-    """An lm-eval ``results_*.json``. Non-finite numbers are refused, except stderr fields,
-    which lm-eval itself may write as NaN when it cannot estimate them."""
-    raw = _read_capped(path, MAX_RESULTS_BYTES, "size")
+    """An lm-eval ``results_*.json`` (:func:`phasebench.samples.read_results`), or refused."""
     try:
-        data = json.loads(raw.decode("utf-8"), parse_constant=_nonfinite_marker)
-        _finite_tree(data, "results", _STDERR_KEY)
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise Refused("json", path, f"not valid lm-eval results JSON ({exc})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
-        raise Refused("json", path, "no 'results' mapping: is this an lm-eval results file?")
-    return data
+        return samples.read_results(path, MAX_RESULTS_BYTES)
+    except samples.LogError as exc:
+        raise Refused(exc.rule, path, exc.detail) from None
 
 
-def iter_samples(path: Path) -> Iterator[dict[str, Any]]:
-    """Records of a ``samples_*.jsonl`` or ``.jsonl.gz``, with size, line and NaN caps."""
-    if path.is_symlink() or not path.is_file():
-        raise Refused("path", path, "not a regular file (symlinks are refused)")
-    opener = gzip.open if path.name.endswith(".gz") else open
-    total = 0
+def iter_samples(path: Path, limits: samples.ReadLimits | None = None) -> Iterator[dict[str, Any]]:
+    """Records of a ``samples_*.jsonl[.gz]`` (:func:`phasebench.samples.iter_samples`), read
+    with ``limits`` (default :data:`SAMPLE_LIMITS`); a broken rule stops this submission only."""
     try:
-        with opener(path, "rb") as fh:
-            for number, line in enumerate(iter(lambda: fh.readline(MAX_LINE_BYTES + 1), b""), 1):
-                total += len(line)
-                if len(line) > MAX_LINE_BYTES:
-                    raise Refused("size", path, f"line {number} is longer than {MAX_LINE_BYTES}")
-                if total > MAX_SAMPLES_BYTES:
-                    raise Refused("size", path, f"more than {MAX_SAMPLES_BYTES} bytes of samples")
-                if not line.strip():
-                    continue
-                try:
-                    record = loads_strict(line.decode("utf-8"))
-                except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-                    raise Refused("json", path, f"line {number}: not valid JSON ({exc})") from None
-                if not isinstance(record, dict):
-                    raise Refused("json", path, f"line {number}: a sample must be a JSON object")
-                yield record
-    except (OSError, EOFError, gzip.BadGzipFile) as exc:
-        raise Refused("json", path, f"cannot read ({exc})") from None
+        yield from samples.iter_samples(path, limits or SAMPLE_LIMITS)
+    except samples.LogError as exc:
+        raise Refused(exc.rule, path, exc.detail) from None
 
 
 def submission_folders(root: Path) -> tuple[list[Path], list[Problem]]:

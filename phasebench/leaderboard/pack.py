@@ -15,7 +15,7 @@ import json
 import shutil
 from pathlib import Path
 
-from phasebench.errors import PhasebenchError
+from phasebench.errors import SamplesError
 from phasebench.leaderboard.collect import (
     RESULTS_NAME,
     SAMPLES_NAME,
@@ -23,8 +23,10 @@ from phasebench.leaderboard.collect import (
     Refused,
     iter_samples,
 )
-from phasebench.leaderboard.validate import PACK_MIN_CHARS
 
+#: Sample ``doc`` strings longer than this are dropped by ``pack`` and restored from the
+#: regenerated split during validation (the prompt text, mostly).
+PACK_MIN_CHARS = 256
 DROPPED_KEYS = ("arguments", "resps")
 
 
@@ -57,13 +59,13 @@ def pack(source: Path | str, out: Path | str, submission: Path | str | None = No
     possibly one level down in lm-eval's model sub-folder) into the folder ``out``."""
     source, out = Path(source), Path(out)
     if not source.is_dir():
-        raise PhasebenchError(f"{str(source)!r} is not a folder of lm-eval output")
+        raise SamplesError(f"{str(source)!r} is not a folder of lm-eval output")
     candidates = [source, *sorted(p for p in source.iterdir() if p.is_dir())]
     folder = next(
         (c for c in candidates if any(RESULTS_NAME.match(p.name) for p in c.iterdir())), None
     )
     if folder is None:
-        raise PhasebenchError(
+        raise SamplesError(
             f"no results_*.json under {str(source)!r}; run lm-eval with --output_path and "
             f"--log_samples"
         )
@@ -81,7 +83,7 @@ def pack(source: Path | str, out: Path | str, submission: Path | str | None = No
                     for r in iter_samples(path)
                 ]
             except Refused as exc:
-                raise PhasebenchError(exc.problem.line()) from None
+                raise SamplesError(exc.problem.line()) from None
             target = out / (path.name + ".gz")
             _write_gzip(target, lines)
             written.append(target)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import io
 import json
-import shutil
 from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
@@ -17,9 +16,12 @@ from typing import Any
 
 import jinja2
 
-from phasebench.build import atomic_write_text
+from phasebench.atomic import atomic_write_text, staged_folder
 
 ASSETS = ("leaderboard.js", "style.css")
+#: The file that marks a folder as a phasebench site: ``build_site`` replaces only such a folder
+#: (or an empty one), never anything else.
+SITE_MARKER = ".phasebench-site"
 
 
 def environment() -> jinja2.Environment:
@@ -100,12 +102,15 @@ def margin_strip_svg(code: Mapping[str, Any], title: str) -> str:
     import numpy as np
 
     plt = _pyplot()
-    margins = np.array(code["margins"], dtype=float)
+    margins = np.array(
+        [[np.nan if v is None else v for v in row] for row in code["margins"]], dtype=float
+    )
     bound = float(np.nanmax(np.abs(margins))) if np.isfinite(margins).any() else 1.0
     height = 0.6 + 0.22 * max(1, len(code["patterns"]))
     fig, ax = plt.subplots(figsize=(5.2, min(height, 8.0)))
     image = ax.imshow(margins, cmap="RdBu", vmin=-bound, vmax=bound, aspect="auto")
-    ax.set_xticks(range(len(code["pad_steps"])), [str(x) for x in code["pad_steps"]], fontsize=6)
+    steps = margins.shape[1]
+    ax.set_xticks(range(steps), [str(x) for x in range(steps)], fontsize=6)
     ax.set_yticks(range(len(code["patterns"])), code["patterns"], fontsize=6)
     ax.set_xlabel("padding tokens added (sweep step)")
     ax.set_title(title, fontsize=9)
@@ -215,28 +220,16 @@ def render_site(board: Mapping[str, Any], out: Path) -> list[Path]:
 
 
 def build_site(board: Mapping[str, Any], out: Path) -> list[Path]:
-    """Tables plus site into ``out``; a failure leaves no half-built site (built aside, then
-    swapped in)."""
+    """Tables plus site into ``out``, built beside it and swapped in: a failure leaves the
+    previous site as it was, and ``out`` is replaced only if it is an earlier phasebench site
+    (it holds :data:`SITE_MARKER`) or empty; anything else is refused before any work."""
     from phasebench.leaderboard.score import write_tables
 
     out = Path(out)
-    staging = out.with_name(f".{out.name}.staging")
-    shutil.rmtree(staging, ignore_errors=True)
-    try:
+    with staged_folder(out, marker=SITE_MARKER) as staging:
         write_tables(board, staging)
         render_site(board, staging)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    if out.exists():
-        old = out.with_name(f".{out.name}.old")
-        shutil.rmtree(old, ignore_errors=True)
-        out.replace(old)
-        staging.replace(out)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        staging.replace(out)
-    return sorted(p for p in out.rglob("*") if p.is_file())
+    return sorted(p for p in out.rglob("*") if p.is_file() and p.name != SITE_MARKER)
 
 
 def load_board(path: Path) -> dict[str, Any]:

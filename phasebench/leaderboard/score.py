@@ -21,9 +21,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from phasebench import __version__
-from phasebench.build import atomic_write_text
+from phasebench._version import __version__
+from phasebench.atomic import atomic_write_text
 from phasebench.leaderboard.validate import Outcome, Submission
+from phasebench.samples import summarize_records
 
 N_BOOT = 1000
 N_PERM = 1000
@@ -50,58 +51,19 @@ def page_name(sub: Submission) -> str:
     return f"models/{sub.name.replace('/', '__')[:160]}.html"
 
 
-def _cells(frame: pd.DataFrame) -> pd.DataFrame:
-    """One value per (paired unit, phase), the convention of the tasks' own aggregation
-    (``phasebench.lmeval.paired_unit``): kv/niah pair a base item across phases; code pairs an
-    (item, padding style) sweep, whose padding lengths visit each phase several times and enter
-    as their mean there."""
-    code = frame["item_id"].notna() & frame["pad_style"].notna()
-    unit = (
-        frame["base_id"]
-        .astype(str)
-        .where(~code, frame["item_id"].astype(str) + "/" + frame["pad_style"].astype(str))
-    )
-    return (
-        frame.assign(unit=unit)
-        .groupby(["unit", "phase"], as_index=False, sort=True)[["acc", "margin"]]
-        .mean()
-    )
-
-
-def summarize_board(frame: pd.DataFrame, modulus: int) -> dict[str, Any]:
-    """PhaseSummary (as JSON) of one submission's samples for one (task, length)."""
-    from phasebench import stats
-
-    cells = _cells(frame)
-    binary = bool(cells["acc"].isin([0.0, 1.0]).all())
-    matrix = stats.phase_matrix(cells["unit"], cells["phase"], cells["acc"], modulus)
-    summary = stats.summarize(matrix, binary=binary, n_boot=N_BOOT, n_perm=N_PERM, seed=SEED)
-    out = summary.to_dict()
-    if frame["margin"].notna().any():
-        out["code"] = _code_strip(frame)
+def summarize_board(frame: pd.DataFrame) -> dict[str, Any]:
+    """Every number of one submission's samples for one (task, length): the scored records
+    through :func:`phasebench.samples.summarize_records`, the function the lm-eval aggregates
+    and ``phasebench report`` use, with the same settings, so all three agree."""
+    records = [
+        (int(r.length), int(r.modulus), str(r.unit), int(r.phase), float(r.acc),
+         None if r.margin is None or r.margin != r.margin else float(r.margin), int(r.pad))
+        for r in frame.itertuples(index=False)
+    ]  # fmt: skip
+    out = summarize_records(records, n_boot=N_BOOT, n_perm=N_PERM, seed=SEED)
+    if "code" in out:
+        out["code"]["phase_lock_stride"] = LOCK_STRIDE
     return out
-
-
-def _code_strip(frame: pd.DataFrame) -> dict[str, Any]:
-    """Margin per (item, padding style) sweep against padding step (each sweep in increasing
-    padding order, as ``phasebench.lmeval`` reads it), and the phase-lock rate at stride 4."""
-    from phasebench import stats
-
-    code = frame[frame["margin"].notna()]
-    patterns, rows = [], []
-    for (item, style), group in code.groupby(["item_id", "pad_style"], sort=True):
-        patterns.append(f"{item}/{style}")
-        rows.append(group.sort_values("pad_tokens")["margin"].to_numpy(dtype=float))
-    width = min(len(r) for r in rows)
-    margins = np.array([r[:width] for r in rows])
-    return {
-        "patterns": patterns,
-        "pad_steps": list(range(width)),
-        "margins": margins.tolist(),
-        "mean_margin": float(np.mean(margins)),
-        "phase_lock_stride": LOCK_STRIDE,
-        "phase_lock_rate": stats.phase_lock_rate(margins, LOCK_STRIDE),
-    }
 
 
 def _rank(rows: Sequence[dict], ci_key: str) -> list[int]:
@@ -136,7 +98,7 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
         }
         for (task, length), frame in sub.samples.groupby(["task", "length"], sort=True):
             modulus = int(frame["modulus"].iloc[0])
-            summary = summarize_board(frame, modulus)
+            summary = summarize_board(frame)
             detail["boards"].append({"task": task, "length": int(length), "summary": summary})
             rows.append(
                 {
@@ -145,7 +107,7 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
                     "task_version": sub.task_versions[task],
                     "length": int(length),
                     "modulus": modulus,
-                    "n_base": int(frame["base_id"].nunique()),
+                    "n_base": int(summary["n_base"]),
                     "model": sub.meta["model"],
                     "revision": sub.meta["revision"],
                     "precision": sub.meta["precision"],
@@ -157,6 +119,8 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
                     "worst_phase": summary["worst_phase"],
                     "worst_phase_ci": summary["worst_phase_ci"],
                     "worst_phase_index": summary["worst_phase_index"],
+                    "worst_phase_crossfit": summary["worst_phase_crossfit"],
+                    "worst_phase_crossfit_ci": summary["worst_phase_crossfit_ci"],
                     "best_phase": summary["best_phase"],
                     "best_phase_index": summary["best_phase_index"],
                     "gap": summary["gap"],
@@ -167,7 +131,11 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
                     "significant": summary["significant"],
                     "dominant_period": summary["dominant_period"],
                     "per_phase": [p["acc"] for p in summary["per_phase"]],
-                    "phase_lock_rate": (summary.get("code") or {}).get("phase_lock_rate"),
+                    "phase_lock_rate": (
+                        summary["code"]["phase_lock_rate"][str(LOCK_STRIDE)]
+                        if "code" in summary
+                        else None
+                    ),
                     "lm_eval_version": sub.provenance["lm_eval_version"],
                     "transformers_version": sub.provenance["transformers_version"],
                     "phasebench_version": __version__,
@@ -181,11 +149,13 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
     rows = [_clean(r) for r in rows]
     for board in sorted({r["board"] for r in rows}):
         members = [r for r in rows if r["board"] == board]
-        for row, rank in zip(members, _rank(members, "worst_phase_ci"), strict=True):
+        for row, rank in zip(members, _rank(members, "worst_phase_crossfit_ci"), strict=True):
             row["rank_worst"] = rank
         for row, rank in zip(members, _rank(members, "acc_ci"), strict=True):
             row["rank_average"] = rank
-    rows.sort(key=lambda r: (r["board"], r["rank_worst"], -r["worst_phase"], r["model"]))
+    rows.sort(
+        key=lambda r: (r["board"], r["rank_worst"], -(r["worst_phase_crossfit"] or 0), r["model"])
+    )
     return {
         "phasebench_version": __version__,
         "method": {
@@ -194,7 +164,11 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
             "seed": SEED,
             "alpha": 0.05,
             "rank": "1 + number of models whose interval lower bound is above this model's "
-            "upper bound (worst phase by default, average as a toggle)",
+            "upper bound (cross-fitted worst phase by default, average as a toggle)",
+            "rank_reason": "the plain worst phase is the minimum of noisy per-phase means and "
+            "is biased low, more so with fewer base items; the cross-fitted worst phase (chosen "
+            "on half the items, measured on the other half) is measured by simulation to be "
+            "unbiased on null and stride-4 models with 94-100% interval coverage",
         },
         "rows": rows,
         "reported": reported_rows(reported) if reported is not None else [],
@@ -309,7 +283,7 @@ def flat_table(board: Mapping[str, Any]) -> pd.DataFrame:
     records = []
     for row in board["rows"]:
         flat = {k: row.get(k) for k in FLAT_COLUMNS if not k.endswith(("_lo", "_hi"))}
-        for key in ("acc", "worst_phase", "gap"):
+        for key in ("acc", "worst_phase", "worst_phase_crossfit", "gap"):
             lo, hi = row.get(f"{key}_ci") or (None, None)
             flat[f"{key}_lo"], flat[f"{key}_hi"] = lo, hi
         for r, value in enumerate(row.get("per_phase") or []):

@@ -6,7 +6,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["DEMO_N_BASE", "EVAL_LENGTH", "weights_dir"]
+__all__ = ["DEMO_N_BASE", "EVAL_LENGTH", "VARIANTS", "weights_dir"]
+
+#: Variant name -> attention settings. Names say what the model does to distant context. Kept
+#: here, away from torch, so the command line can list them at once.
+VARIANTS: dict[str, dict] = {
+    "full": {"attention": "full"},
+    "gate-w8s4": {"attention": "gate", "window": 8, "stride": 4},
+    "mean-w8s4": {"attention": "mean", "window": 8, "stride": 4},
+    "gate-w8s2": {"attention": "gate", "window": 8, "stride": 2},
+    "mean-w8s2": {"attention": "mean", "window": 8, "stride": 2},
+}
 
 #: Context length (tokens) of the ``kv`` split the reference models are checked on (``phasebench
 #: demo``, ``phasebench reference evaluate``): about 120 records per prompt, enough distractors
@@ -22,4 +32,6 @@ DEMO_N_BASE = 128
 
 def weights_dir() -> Path:
     """Folder of the committed weights, one sub-folder per variant (``full``, ``gate-w8s4``...)."""
-    return Path(__file__).parent / "weights"
+    from phasebench.resources import reference_weights_dir
+
+    return reference_weights_dir()

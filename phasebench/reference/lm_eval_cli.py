@@ -11,12 +11,11 @@ from __future__ import annotations
 
 
 def main() -> None:
-    from lm_eval.__main__ import cli_evaluate
+    from phasebench.lmeval import compat
+    from phasebench.reference.model import register_auto_classes
 
-    from phasebench.reference.model import register
-
-    register()
-    cli_evaluate()
+    register_auto_classes()
+    compat.run_legacy_cli()
 
 
 if __name__ == "__main__":

@@ -259,7 +259,7 @@ class PhaseRefModel(PreTrainedModel, GenerationMixin):
         return {"input_ids": input_ids, "attention_mask": attention_mask, "logits_to_keep": 1}
 
 
-def register() -> None:
+def register_auto_classes() -> None:
     """Make ``AutoConfig``/``AutoModelForCausalLM`` load ``phasebench_ref`` folders (lm-eval's
     ``hf`` backend uses them). Called explicitly by phasebench's entry points, never on import."""
     from transformers import AutoConfig, AutoModelForCausalLM

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -17,20 +18,11 @@ import torch
 from torch.nn import functional as F
 
 from phasebench.errors import PhasebenchError
-from phasebench.reference import data
+from phasebench.reference import VARIANTS, data
 from phasebench.reference.model import PhaseRefConfig, PhaseRefModel
 from phasebench.reference.tokenizer import MAX_COMPONENTS, component_table, save_tokenizer
 from phasebench.reference.tokenizer import vocabulary as build_vocabulary
 from phasebench.tokenization import load_tokenizer
-
-#: Variant name -> attention settings. Names say what the model does to distant context.
-VARIANTS: dict[str, dict] = {
-    "full": {"attention": "full"},
-    "gate-w8s4": {"attention": "gate", "window": 8, "stride": 4},
-    "mean-w8s4": {"attention": "mean", "window": 8, "stride": 4},
-    "gate-w8s2": {"attention": "gate", "window": 8, "stride": 2},
-    "mean-w8s2": {"attention": "mean", "window": 8, "stride": 2},
-}
 
 
 @dataclass(frozen=True)
@@ -97,10 +89,13 @@ def train(
     variant: str,
     out: Path,
     settings: TrainSettings = TrainSettings(),
-    progress: bool = True,
-    on_log=None,
+    on_loss: Callable[[int, float, float], None] | None = None,
+    on_log: Callable[[int, PhaseRefModel], None] | None = None,
 ) -> dict:
-    """Train ``variant`` and save it (weights, config, tokenizer, training log) into ``out``."""
+    """Train ``variant`` and save it (weights, config, tokenizer, training log) into ``out``.
+
+    Every 25 steps ``on_loss(step, mean loss, seconds)`` and ``on_log(step, model)`` are called
+    when given (the command line prints the first)."""
     out = Path(out)
     tok_dir = out.parent / f".{out.name}.tokenizer"
     save_tokenizer(tok_dir)
@@ -130,8 +125,8 @@ def train(
             entry["seconds"] = round(time.monotonic() - start, 1)
             log.append(entry)
             running = 0.0
-            if progress:
-                print(f"{variant} step {entry['step']} loss {entry['loss']} {entry['seconds']}s")
+            if on_loss is not None:
+                on_loss(entry["step"], entry["loss"], entry["seconds"])
             if on_log is not None:
                 on_log(step + 1, model)
     model.eval()

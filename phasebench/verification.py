@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow.parquet as pq
 from tqdm.auto import tqdm
 
-from phasebench.build import HASH_KEY, content_hash, read_manifest
+from phasebench.build import HASH_KEY, config_folders, content_hash, read_manifest
 from phasebench.errors import TokenizerError
 from phasebench.families import get_family
 from phasebench.placement import TOLERANCE, phase_stats
@@ -100,7 +100,7 @@ def verify_config(
     P = spec.modulus
 
     # file integrity and row metadata (the family's extra columns too, for verify_config)
-    columns = META_COLUMNS + tuple(name for name, _ in getattr(family, "EXTRA_FIELDS", ()))
+    columns = META_COLUMNS + tuple(name for name, _ in family.EXTRA_FIELDS)
     meta: dict[str, list] = defaultdict(list)
     for entry in manifest["files"]:
         table = pq.read_table(folder / entry["path"])
@@ -124,11 +124,7 @@ def verify_config(
         report.problems.append("rows carry a tokenizer fingerprint other than the manifest's")
     if not np.allclose(meta["depth"], anchors / np.array(meta["length"])):
         report.problems.append("depth != anchor_index / length")
-    report.problems += (
-        family.verify_config(spec, meta)
-        if hasattr(family, "verify_config")
-        else _verify_paired(spec, meta)
-    )
+    report.problems += family.verify_config(spec, meta)
     stats = phase_stats(anchors, phases, P)
     claimed = manifest["balance"]
     for key in ("count_per_phase", "anchor_mean_per_phase", "anchor_std_per_phase"):
@@ -174,31 +170,7 @@ def _stream(folder: Path, manifest: dict):
             yield from batch.to_pylist()
 
 
-def _verify_paired(spec: SplitSpec, meta: dict) -> list[str]:
-    """kv/niah: every base item at every phase, with one length, question index and answer."""
-    problems = []
-    P = spec.modulus
-    if set(meta["length"]) != {spec.length}:
-        problems.append(f"not every prompt is {spec.length} tokens long")
-    if len(set(meta["question_index"])) != 1:
-        problems.append("the question does not start at the same token index in every prompt")
-    groups: dict[int, list[int]] = defaultdict(list)
-    for i, b in enumerate(meta["base_id"]):
-        groups[b].append(i)
-    if len(groups) != spec.n_base:
-        problems.append(f"{len(groups)} base items, spec asks for {spec.n_base}")
-    for b, idx in groups.items():
-        if sorted(meta["phase"][i] for i in idx) != list(range(P)):
-            problems.append(f"base item {b} is not rendered exactly once at every phase")
-        for col in ("answer", "needle_key", "question_index", "length"):
-            if len({meta[col][i] for i in idx}) != 1:
-                problems.append(f"base item {b}: {col} differs between its phase renderings")
-    return problems
-
-
 def verify(
     paths: Sequence[Path | str], sample: int | None = None, num_proc: int = 1, progress: bool = True
 ) -> list[Report]:
-    from phasebench.build import config_folders
-
     return [verify_config(f, sample, num_proc, progress) for p in paths for f in config_folders(p)]

@@ -10,18 +10,16 @@ hands the very same arguments to lm-eval.
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from phasebench.errors import PhasebenchError
+from phasebench.errors import EvalError
+from phasebench.lmeval.tasks import MAX_GEN_TOKS
 from phasebench.resources import resource_dir
 
 #: lm-eval task name -> split family; the group ``phasebench`` runs all three.
 TASK_FAMILIES = {"phasebench_niah": "niah", "phasebench_kv": "kv", "phasebench_code": "code"}
 GROUP = "phasebench"
-#: ``max_gen_toks`` of the generate_until task YAMLs (``--gen_kwargs`` may override it).
-DEFAULT_MAX_GEN_TOKS = 16
 #: lm-eval's ``hf`` backend default when neither the arguments nor the config name a length.
 HF_DEFAULT_MAX_LENGTH = 2048
 
@@ -54,14 +52,14 @@ def model_max_length(model_args: Mapping[str, Any]) -> int:
         if model_args.get(key):
             return int(model_args[key])
     import transformers
-    from lm_eval.models.utils import resolve_max_length
 
-    from phasebench.lmeval import _tokenizer_source
+    from phasebench.lmeval import compat
+    from phasebench.lmeval.data import tokenizer_source
     from phasebench.tokenization import load_tokenizer
 
     pretrained = model_args.get("pretrained")
     if not pretrained:
-        raise PhasebenchError("pass --model_args pretrained=MODEL so the context length is known")
+        raise EvalError("pass --model_args pretrained=MODEL so the context length is known")
     kwargs: dict[str, Any] = {
         "revision": model_args.get("revision") or "main",
         "trust_remote_code": bool(model_args.get("trust_remote_code", False)),
@@ -72,12 +70,12 @@ def model_max_length(model_args: Mapping[str, Any]) -> int:
     try:
         config = transformers.AutoConfig.from_pretrained(str(pretrained), **kwargs)
     except Exception as exc:  # transformers raises many kinds; one line for the user
-        raise PhasebenchError(
+        raise EvalError(
             f"cannot read the config of {pretrained!r} ({type(exc).__name__}); pass "
             f"max_length=N in --model_args"
         ) from None
-    tok = load_tokenizer(*_tokenizer_source(model_args))
-    return int(resolve_max_length(config, tok.hf, default=HF_DEFAULT_MAX_LENGTH))
+    tok = load_tokenizer(*tokenizer_source(model_args))
+    return compat.resolve_max_length(config, tok.hf, default=HF_DEFAULT_MAX_LENGTH)
 
 
 def generation_budget(family: str, gen_kwargs: Mapping[str, Any] | None) -> int:
@@ -87,13 +85,13 @@ def generation_budget(family: str, gen_kwargs: Mapping[str, Any] | None) -> int:
         return 1
     if gen_kwargs and gen_kwargs.get("max_gen_toks"):
         return int(gen_kwargs["max_gen_toks"])
-    return DEFAULT_MAX_GEN_TOKS
+    return MAX_GEN_TOKS
 
 
 def check_fits(family: str, longest: int, budget: int, max_length: int) -> None:
     """Refuse a run that lm-eval would left-truncate (one clear line)."""
     if longest + budget > max_length:
-        raise PhasebenchError(
+        raise EvalError(
             f"phasebench_{family}: the longest prompt ({longest} tokens) plus {budget} generated "
             f"tokens exceeds the model's context of {max_length}; lm-eval would cut the prompt "
             f"and delete needles. Lower max_seq_lengths in --metadata or raise max_length "
@@ -101,9 +99,12 @@ def check_fits(family: str, longest: int, budget: int, max_length: int) -> None:
         )
 
 
-def prepare(ns: argparse.Namespace) -> None:
-    """Build (or find) every phasebench split of the run and apply the truncation guard."""
-    from phasebench.lmeval import resolve_split
+def prepare(ns: Any) -> None:
+    """Build (or find) every phasebench split of the run and apply the truncation guard.
+
+    ``ns`` is lm-eval's parsed ``run`` namespace; with ``--apply_chat_template`` its metadata
+    gains the flag so the tasks relabel phases for the templated sequence."""
+    from phasebench.lmeval.data import resolve_split
 
     families = requested_families(ns.tasks or [])
     if not families:
@@ -127,51 +128,18 @@ def prepare(ns: argparse.Namespace) -> None:
         check_fits(family, longest, generation_budget(family, ns.gen_kwargs), max_length)
 
 
-def run_eval(argv: Sequence[str]) -> int:
-    """Run lm-eval's CLI on ``argv`` with the phasebench tasks folder included."""
-    from lm_eval._cli.harness import HarnessCLI
-    from lm_eval.utils import setup_logging
+def run_eval(argv: Sequence[str]) -> None:
+    """Run lm-eval's CLI on ``argv`` with the phasebench tasks folder included, after
+    :func:`prepare` has built the splits and checked that nothing will be truncated."""
+    from phasebench.lmeval import compat
 
+    compat.check_version()
     args = list(argv)
     if args and args[0] == "run":
         args = args[1:]
     if "--include_path" in args:
-        raise PhasebenchError(
+        raise EvalError(
             "phasebench eval adds --include_path itself; call lm_eval directly to combine "
             "task folders (lm_eval --include_path DIR ... with DIR from `phasebench tasks-dir`)"
         )
-    args = ["run", *args, "--include_path", tasks_dir()]
-    setup_logging()
-    cli = HarnessCLI()
-    ns = cli._parser.parse_args(args)
-    prepare(ns)
-    cli.execute(ns)
-    return 0
-
-
-def _tasks_dir_cmd(args: argparse.Namespace) -> int:
-    print(tasks_dir())
-    return 0
-
-
-def _eval_cmd(args: argparse.Namespace) -> int:
-    return run_eval(args.lm_eval_args)
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:
-    td = subparsers.add_parser(
-        "tasks-dir", help="print the installed lm-eval tasks folder (for --include_path)"
-    )
-    td.set_defaults(func=_tasks_dir_cmd)
-    ev = subparsers.add_parser(
-        "eval",
-        help="run lm-eval with the phasebench tasks (every lm-eval flag passes through)",
-        description="Runs `lm_eval run ARGS --include_path $(phasebench tasks-dir)` after "
-        "preparing the phasebench splits and checking that no prompt would be truncated.",
-        # every token, options included, belongs to lm-eval (`phasebench eval --help` shows
-        # lm-eval's help): this parser recognises no options of its own
-        prefix_chars="+",
-        add_help=False,
-    )
-    ev.add_argument("lm_eval_args", nargs="*", metavar="ARGS")
-    ev.set_defaults(func=_eval_cmd)
+    compat.run_cli(["run", *args, "--include_path", tasks_dir()], before=prepare)

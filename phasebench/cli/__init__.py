@@ -1,0 +1,86 @@
+"""The ``phasebench`` command: the only place that parses arguments and prints.
+
+Each command lives in its own module with ``add_parser(subparsers)`` (options only: building the
+parser imports no heavy library, so ``phasebench --help`` answers at once) and ``run(args)``
+(imports what it needs, calls library functions, prints their results). A
+:class:`~phasebench.errors.PhasebenchError`, or an ``OSError`` while writing outputs, becomes one
+line on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from phasebench._version import __version__
+
+#: Command modules under ``phasebench.cli``, in the order ``--help`` lists them.
+COMMANDS = (
+    "generate",
+    "verify",
+    "inspect",
+    "eval",
+    "tasks_dir",
+    "report",
+    "power",
+    "publish",
+    "leaderboard",
+    "reference",
+    "demo",
+)
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """Defaults shown after every option's help; descriptions keep their line breaks."""
+
+
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line (``--help`` shows the usage)."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(
+        prog="phasebench",
+        description="Phase-balanced long-context splits that expose phase sensitivity.",
+        formatter_class=HelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"phasebench {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in COMMANDS:
+        importlib.import_module(f"phasebench.cli.{name}").add_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from phasebench.errors import PhasebenchError
+
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # --help, --version, or a usage error already printed
+        return int(exc.code or 0)
+    try:
+        return int(args.run(args) or 0)
+    except PhasebenchError as exc:
+        return fail(str(exc), exc.exit_code)
+    except OSError as exc:  # a full disk, a read-only folder, a path that is a file
+        where = f" ({exc.filename})" if exc.filename else ""
+        return fail(f"{exc.strerror or exc}{where}", 2)
+    except KeyboardInterrupt:
+        print("phasebench: interrupted", file=sys.stderr)
+        return 130
+
+
+def fail(message: str, code: int) -> int:
+    """Print ``message`` as the one error line and return the exit code."""
+    line = " ".join(message.split())
+    print(f"phasebench: error: {line}", file=sys.stderr)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,46 @@
+"""Argument types shared by several commands (parsing only; no library imports)."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def positive_int(text: str) -> int:
+    """An integer >= 1, refused by argparse with a one-line usage error otherwise."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer (got {text!r})") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1 (got {value})")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    """An integer >= 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer (got {text!r})") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0 (got {value})")
+    return value
+
+
+def name_value(text: str) -> tuple[str, str]:
+    """``NAME=VALUE``."""
+    if "=" not in text:
+        raise argparse.ArgumentTypeError(f"must look like NAME=VALUE (got {text!r})")
+    name, value = text.split("=", 1)
+    return name, value
+
+
+def shard(text: str) -> tuple[int, int]:
+    """``I/N`` with 0 <= I < N."""
+    try:
+        i, n = (int(part) for part in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must look like I/N, e.g. 0/4 (got {text!r})") from None
+    if n < 1 or not 0 <= i < n:
+        raise argparse.ArgumentTypeError(f"must satisfy 0 <= I < N (got {text!r})")
+    return i, n

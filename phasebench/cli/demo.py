@@ -1,0 +1,48 @@
+"""``phasebench demo``: the whole pipeline on the reference models."""
+
+from __future__ import annotations
+
+import argparse
+
+from phasebench.cli import _args
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    from phasebench.cli import HelpFormatter
+    from phasebench.reference import DEMO_N_BASE, EVAL_LENGTH
+
+    demo = sub.add_parser(
+        "demo",
+        help="the whole pipeline on the reference models: splits, lm-eval, report, site",
+        formatter_class=HelpFormatter,
+    )
+    demo.add_argument("--out", default="phasebench-demo", help="output folder")
+    demo.add_argument(
+        "--n-base", type=_args.positive_int, default=DEMO_N_BASE, help="base items (x 8 phases)"
+    )
+    demo.add_argument(
+        "--length", type=_args.positive_int, default=EVAL_LENGTH, help="kv prompt length"
+    )
+    demo.add_argument("--quiet", action="store_true", help="print only the results")
+    demo.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from phasebench.demo import results_table, run_demo
+
+    def say(line: str) -> None:
+        print(line, flush=True)
+
+    paths = run_demo(
+        Path(args.out), n_base=args.n_base, length=args.length, on_event=None if args.quiet else say
+    )
+    print()
+    print(f"phase sensitivity of the reference models (kv, {args.length} tokens, percent):")
+    print(results_table(paths["report_data"]).to_string(index=False))
+    print()
+    print(f"report:  {paths['report']}  (phasebench report {paths['lm_eval']})")
+    print(f"plots:   {Path(args.out) / 'plots'}")
+    print(f"site:    {paths['site']}  (open it in a browser)")
+    return 0

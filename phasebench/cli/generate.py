@@ -1,0 +1,112 @@
+"""``phasebench generate``: build phase-balanced splits."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from phasebench.cli import _args
+
+#: Base items per config when --n-base is not given (code: items, each swept 4 x 16 times).
+DEFAULT_N_BASE = {"kv": 256, "niah": 256, "code": 64}
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    from phasebench.cli import HelpFormatter
+
+    gen = sub.add_parser(
+        "generate",
+        help="build phase-balanced splits",
+        description="Build phase-balanced splits (one folder per length) for a tokenizer.",
+        formatter_class=HelpFormatter,
+    )
+    gen.add_argument("family", choices=["kv", "niah", "code"], help="split family")
+    gen.add_argument(
+        "--tokenizer",
+        default="deepseek-v4",
+        help="built-in alias (deepseek-v4, phasebench-ref), a tokenizer.json, a folder, or a "
+        "Hub model id",
+    )
+    gen.add_argument(
+        "--tokenizer-arg",
+        type=_args.name_value,
+        action="append",
+        metavar="NAME=VALUE",
+        help="model argument that changes tokenization, as lm-eval's hf backend applies it "
+        "(add_bos_token, revision, gguf_file, subfolder); repeatable",
+    )
+    gen.add_argument(
+        "--length",
+        type=_args.non_negative_int,
+        action="append",
+        help="prompt length in tokens, repeatable (code: unrelated code before the item; "
+        "default 0 for code, required otherwise)",
+    )
+    gen.add_argument(
+        "--modulus", type=int, default=8, help="phase modulus P (phase = anchor index mod P)"
+    )
+    gen.add_argument(
+        "--n-base",
+        type=int,
+        default=None,
+        help="base items, each rendered at every phase (default 256; code: 64 items)",
+    )
+    gen.add_argument("--seed", type=int, default=0, help="seed of every random stream")
+    gen.add_argument("--haystack", default=None, help="niah: a UTF-8 text file to use as haystack")
+    gen.add_argument("--out", required=True, help="output folder (one sub-folder per config)")
+    gen.add_argument(
+        "--num-proc", type=_args.positive_int, default=1, help="worker processes (same bytes)"
+    )
+    gen.add_argument(
+        "--shard",
+        type=_args.shard,
+        default=None,
+        metavar="I/N",
+        help="write only chunks I, I+N, ... (runs with every I complete the config)",
+    )
+    gen.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace configs already in --out (the new one is built beside and swapped in)",
+    )
+    gen.add_argument("--quiet", action="store_true", help="no progress bar")
+    gen.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from phasebench.build import generate
+    from phasebench.errors import SpecError
+    from phasebench.specs import SplitSpec
+
+    if args.haystack and args.family != "niah":
+        raise SpecError(f"'--haystack' is for the niah family only (got {args.family})")
+    lengths = args.length or ([0] if args.family == "code" else [])
+    if not lengths:
+        raise SpecError("give at least one --length (e.g. --length 4096)")
+    n_base = args.n_base if args.n_base is not None else DEFAULT_N_BASE[args.family]
+    specs = [
+        SplitSpec(
+            family=args.family,
+            length=length,
+            modulus=args.modulus,
+            n_base=n_base,
+            seed=args.seed,
+            tokenizer=args.tokenizer,
+            tokenizer_args=tuple(args.tokenizer_arg or ()),
+            haystack=args.haystack,
+        )
+        for length in dict.fromkeys(lengths)
+    ]
+    folders = generate(
+        specs,
+        args.out,
+        num_proc=args.num_proc,
+        shard=args.shard or (0, 1),
+        overwrite=args.overwrite,
+        progress=not args.quiet,
+    )
+    for folder in folders:
+        done = (folder / "manifest.json").exists()
+        print(f"{folder}  {'complete' if done else 'partial (other shards pending)'}")
+    sys.stdout.flush()
+    return 0

@@ -1,0 +1,98 @@
+"""``phasebench reference train|evaluate``: the small reference models."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from phasebench.cli import _args
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    from phasebench.cli import HelpFormatter
+    from phasebench.reference import DEMO_N_BASE, EVAL_LENGTH, VARIANTS
+
+    ref = sub.add_parser(
+        "reference",
+        help="train or check the small reference models",
+        formatter_class=HelpFormatter,
+    )
+    actions = ref.add_subparsers(dest="reference_command", required=True, metavar="ACTION")
+    tr = actions.add_parser(
+        "train",
+        help="train reference models from scratch (CPU, fixed seed)",
+        formatter_class=HelpFormatter,
+    )
+    tr.add_argument(
+        "variant", nargs="+", choices=[*VARIANTS, "all"], help="which models ('all' for every one)"
+    )
+    tr.add_argument(
+        "--steps",
+        type=_args.positive_int,
+        default=None,
+        help="optimizer steps (default: those of the committed weights)",
+    )
+    tr.add_argument("--seed", type=_args.non_negative_int, default=0, help="training seed")
+    tr.add_argument(
+        "--threads", type=_args.positive_int, default=1, help="torch threads (1 reproduces)"
+    )
+    tr.add_argument("--out", default=None, help="folder for <variant>/ (default: shipped weights)")
+    tr.add_argument("--quiet", action="store_true", help="no loss lines")
+    tr.set_defaults(run=_train)
+
+    ev = actions.add_parser(
+        "evaluate",
+        help="quick in-process phase profile of one model folder",
+        formatter_class=HelpFormatter,
+    )
+    ev.add_argument("model", help="a reference model folder")
+    ev.add_argument(
+        "--length", type=_args.positive_int, default=EVAL_LENGTH, help="kv prompt length"
+    )
+    ev.add_argument(
+        "--n-base", type=_args.positive_int, default=DEMO_N_BASE, help="base items (x 8 phases)"
+    )
+    ev.add_argument("--threads", type=_args.positive_int, default=1, help="torch threads")
+    ev.set_defaults(run=_evaluate)
+
+
+def _train(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    import torch
+
+    from phasebench.reference import VARIANTS, weights_dir
+    from phasebench.reference.train import settings_for, train
+
+    torch.set_num_threads(args.threads)
+    variants = list(VARIANTS) if "all" in args.variant else args.variant
+
+    def log(variant: str):
+        def show(step: int, loss: float, seconds: float) -> None:
+            print(f"{variant} step {step} loss {loss} {seconds}s", flush=True)
+
+        return None if args.quiet else show
+
+    for variant in variants:
+        settings = settings_for(variant, seed=args.seed)
+        if args.steps is not None:
+            settings = dataclasses.replace(settings, steps=args.steps)
+        out = Path(args.out) / variant if args.out else weights_dir() / variant
+        train(variant, out, settings, on_loss=log(variant))
+        print(out)
+    return 0
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    import torch
+
+    from phasebench.reference.evaluate import evaluate_folder, phase_summary
+
+    torch.set_num_threads(args.threads)
+    result = evaluate_folder(Path(args.model), length=args.length, n_base=args.n_base)
+    summary = phase_summary(result).to_dict()
+    keep = ("acc", "worst_phase", "best_phase", "gap", "p_value", "dominant_period")
+    shown = {"model": result["model"], "per_phase": result["per_phase"]}
+    print(json.dumps(shown | {k: summary[k] for k in keep}, indent=1))
+    return 0

@@ -1,0 +1,54 @@
+"""``phasebench report``: phase statistics, tables, JSON and plots from lm-eval outputs."""
+
+from __future__ import annotations
+
+import argparse
+
+from phasebench.cli import _args
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    from phasebench.cli import HelpFormatter
+
+    rep = sub.add_parser(
+        "report",
+        help="phase statistics, tables and plots from lm-eval outputs",
+        description="Read lm-eval output folders (run with --log_samples) or phasebench report "
+        "JSON files; print average, worst phase, gap with intervals, p-value and period.",
+        formatter_class=HelpFormatter,
+    )
+    rep.add_argument("paths", nargs="+", metavar="PATH", help="lm-eval --output_path folders")
+    rep.add_argument("--json", dest="json_out", default=None, metavar="FILE", help="write JSON")
+    rep.add_argument("--plots", default=None, metavar="DIR", help="write PNG and SVG plots")
+    rep.add_argument(
+        "--n-boot", type=_args.non_negative_int, default=1000, help="bootstrap resamples"
+    )
+    rep.add_argument(
+        "--n-perm", type=_args.non_negative_int, default=1000, help="permutations for the p-value"
+    )
+    rep.add_argument("--seed", type=_args.non_negative_int, default=0, help="statistics seed")
+    rep.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from phasebench.report import (
+        build_report,
+        load_runs,
+        merge_reports,
+        render_tables,
+        write_json,
+        write_plots,
+    )
+
+    runs, reports = load_runs(args.paths)
+    computed = (
+        [build_report(runs, n_boot=args.n_boot, n_perm=args.n_perm, seed=args.seed)] if runs else []
+    )
+    report = merge_reports(computed, reports)
+    print(render_tables(report), end="")
+    if args.json_out:
+        print(f"wrote {write_json(report, args.json_out)}")
+    if args.plots:
+        for path in write_plots(report, args.plots):
+            print(f"wrote {path}")
+    return 0

@@ -1,0 +1,191 @@
+"""Reading published splits back: config folders from a local folder or a Hub dataset id, and
+``load_split`` through ``datasets.load_dataset`` with every check a consumer needs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from phasebench import build
+from phasebench.build import content_hash, read_manifest
+from phasebench.errors import HubError, TokenizerError
+from phasebench.hub.naming import INDEX, SPLIT, is_repo_id
+from phasebench.hub.repo import read_index
+
+if TYPE_CHECKING:
+    import datasets
+
+    from phasebench.tokenization import PhaseTokenizer
+
+
+def _fetch_json(
+    source: str, filename: str, revision: str | None, endpoint: str | None = None
+) -> dict:
+    local = Path(source).expanduser()
+    if local.is_dir():
+        path = local / filename
+        if not path.is_file():
+            raise HubError(
+                f"{source!r} is not a phasebench dataset folder (no {filename}); "
+                f"build one with `phasebench publish`"
+            )
+        return json.loads(path.read_text(encoding="utf-8"))
+    from huggingface_hub import hf_hub_download
+    from huggingface_hub.errors import EntryNotFoundError, HfHubHTTPError
+
+    try:
+        path = hf_hub_download(
+            source, filename, repo_type="dataset", revision=revision, endpoint=endpoint
+        )
+    except EntryNotFoundError:
+        raise HubError(
+            f"dataset {source!r} has no {filename}; it was not published by `phasebench publish`"
+        ) from None
+    except (HfHubHTTPError, OSError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise HubError(
+            f"cannot read {filename} of dataset {source!r} ({first[:200]}); give a local "
+            f"folder or a Hub dataset id you can access"
+        ) from None
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def select_configs(
+    source: str | Path,
+    *,
+    family: str | None = None,
+    lengths: Sequence[int] | None = None,
+    revision: str | None = None,
+    endpoint: str | None = None,
+) -> list[Path]:
+    """Config folders (``manifest.json`` plus parquet files) of ``family`` at ``lengths``
+    (all when ``None``) from a generated folder, a published folder, or a Hub dataset id.
+
+    For a Hub id only ``phasebench.json`` and the selected configs are downloaded (into the
+    usual Hugging Face cache). The folders read like generated ones: ``read_manifest``,
+    ``iter_rows`` and ``phasebench verify`` work on them; checking the tokenizer fingerprint
+    is the caller's job (:func:`phasebench.verification.check_fingerprint`).
+    """
+    text = str(source)
+    local = Path(text).expanduser()
+
+    def wanted(fam: str, length: int) -> bool:
+        return (family is None or fam == family) and (lengths is None or length in lengths)
+
+    if local.exists():
+        if (local / INDEX).is_file():
+            folders = [local / c["name"] for c in read_index(local)["configs"]]
+        else:
+            folders = build.config_folders(local)
+        selected = []
+        for folder in folders:
+            spec = read_manifest(folder)["spec"]
+            if wanted(spec["family"], spec["length"]):
+                selected.append(folder)
+    elif is_repo_id(text):
+        index = _fetch_json(text, INDEX, revision, endpoint)
+        chosen = [c["name"] for c in index["configs"] if wanted(c["family"], c["length"])]
+        root = local
+        if chosen:
+            from huggingface_hub import snapshot_download
+
+            try:
+                root = Path(
+                    snapshot_download(
+                        text,
+                        repo_type="dataset",
+                        revision=revision,
+                        endpoint=endpoint,
+                        allow_patterns=[f"{name}/*" for name in chosen],
+                    )
+                )
+            except Exception as exc:  # offline, gated, missing: one line for the user
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+                raise HubError(
+                    f"cannot download {', '.join(chosen)} of dataset {text!r} "
+                    f"({type(exc).__name__}: {first[:160]}); give a local folder instead"
+                ) from None
+        selected = [root / name for name in chosen]
+    else:
+        raise HubError(
+            f"{text!r} is neither a folder nor a Hub dataset id (ORG/NAME); give a folder made "
+            f"by `phasebench generate` or `phasebench publish`, or a dataset id"
+        )
+    if not selected:
+        what = " ".join(
+            x for x in (family, f"at lengths {list(lengths)}" if lengths is not None else None) if x
+        )
+        raise HubError(f"{text!r} holds no config {what}".rstrip())
+    return selected
+
+
+def load_split(
+    source: str | Path,
+    config: str,
+    *,
+    tokenizer: PhaseTokenizer | str | None = None,
+    tokenizer_args: dict[str, Any] | None = None,
+    revision: str | None = None,
+    cache_dir: str | None = None,
+    check_content: bool = True,
+) -> datasets.Dataset:
+    """The ``test`` split of ``config`` from a published folder or Hub dataset id, checked.
+
+    Every row must carry the manifest's tokenizer fingerprint and, with ``check_content``,
+    the rows must hash to the manifest's per-file content hashes. With ``tokenizer`` (a
+    loaded :class:`~phasebench.tokenization.PhaseTokenizer` or a name for
+    :func:`~phasebench.tokenization.load_tokenizer`), a split built for another tokenizer is
+    refused (:func:`phasebench.verification.check_fingerprint`).
+    """
+    import datasets
+
+    from phasebench.verification import check_fingerprint
+
+    source = str(source)
+    index = _fetch_json(source, INDEX, revision)
+    names = [c["name"] for c in index["configs"]]
+    if config not in names:
+        raise HubError(
+            f"{source!r} has no config {config!r}; available: {', '.join(names)} "
+            f"(e.g. load_split({source!r}, {names[0]!r}))"
+        )
+    entry = next(c for c in index["configs"] if c["name"] == config)
+    manifest = _fetch_json(source, entry["manifest"], revision)
+    if tokenizer is not None:
+        if isinstance(tokenizer, str):
+            from phasebench.tokenization import load_tokenizer
+
+            tokenizer = load_tokenizer(tokenizer, tokenizer_args)
+        check_fingerprint(manifest, tokenizer)
+    local = Path(source).expanduser()
+    ds = datasets.load_dataset(
+        str(local) if local.is_dir() else source,
+        config,
+        split=SPLIT,
+        revision=None if local.is_dir() else revision,
+        cache_dir=cache_dir,
+    )
+    expected = manifest["tokenizer"]["fingerprint"]
+    if len(ds) != manifest["rows"]:
+        raise HubError(
+            f"{source!r} config {config!r} holds {len(ds)} rows, its manifest says "
+            f"{manifest['rows']}; republish it"
+        )
+    if set(ds.unique("tokenizer_fingerprint")) != {expected}:
+        raise TokenizerError(
+            f"{source!r} config {config!r} has rows built for another tokenizer than its "
+            f"manifest's ({expected[:19]}...); republish it"
+        )
+    if check_content:
+        start = 0
+        for f in manifest["files"]:
+            rows = ds.select(range(start, start + f["rows"])).to_list()
+            if content_hash(rows) != f["content_sha256"]:
+                raise HubError(
+                    f"{source!r} config {config!r}: rows {start}..{start + f['rows'] - 1} do not "
+                    f"hash to the manifest's content hash; republish it"
+                )
+            start += f["rows"]
+    return ds

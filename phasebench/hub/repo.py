@@ -1,0 +1,349 @@
+"""Building and checking a dataset repository folder from generated config folders.
+
+``build_repo`` copies each config's manifest and parquet files byte for byte, writes the index
+and the card, validates the result and renames it into place; ``repo_problems`` lists every
+inconsistency between a folder's index, manifests, data files and card (what a push checks
+again before anything leaves the machine).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from phasebench import build
+from phasebench._version import __version__
+from phasebench.build import HASH_KEY, MANIFEST, content_hash, read_manifest
+from phasebench.errors import HubError
+from phasebench.hub.card import render_card
+from phasebench.hub.naming import (
+    CARD,
+    DEFAULT_LICENSE,
+    DEFAULT_PRETTY_NAME,
+    INDEX,
+    SPLIT,
+    check_repo_id,
+    file_sha256,
+    manifest_config_name,
+)
+from phasebench.specs import FAMILIES
+
+
+@dataclass(frozen=True)
+class _Source:
+    """One generated config folder, checked, with where its files go in the repository."""
+
+    name: str
+    folder: Path
+    manifest: dict
+    manifest_bytes: bytes
+
+    @property
+    def family(self) -> str:
+        return self.manifest["spec"]["family"]
+
+    def files(self) -> list[tuple[Path, str, dict]]:
+        """(source file, path in the repository, manifest entry), in manifest order."""
+        return [
+            (self.folder / e["path"], f"{self.name}/{e['path']}", e) for e in self.manifest["files"]
+        ]
+
+
+def _check_parquet(path: Path, entry: dict, where: str, deep: bool) -> list[str]:
+    """Problems of one data file against its manifest entry (rows and content hash)."""
+    if not path.is_file():
+        return [f"{where}: missing"]
+    try:
+        meta = pq.read_metadata(path)
+    except (OSError, pa.ArrowException) as exc:
+        return [f"{where}: not a readable parquet file ({str(exc)[:100]})"]
+    stored = (meta.metadata or {}).get(HASH_KEY, b"").decode()
+    problems = []
+    if meta.num_rows != entry["rows"]:
+        problems.append(f"{where}: {meta.num_rows} rows, the manifest says {entry['rows']}")
+    if stored != entry["content_sha256"]:
+        problems.append(f"{where}: stored content hash does not match the manifest")
+    elif deep and content_hash(pq.read_table(path).to_pylist()) != stored:
+        problems.append(f"{where}: rows do not hash to the manifest's content hash")
+    return problems
+
+
+def _collect(generated: Sequence[Path | str]) -> list[_Source]:
+    """Every complete config under ``generated``, checked against its manifest, sorted by
+    family (kv, niah, code), length and tokenizer."""
+    sources: dict[str, _Source] = {}
+    for root in generated:
+        for folder in build.config_folders(root):
+            manifest_bytes = (folder / MANIFEST).read_bytes()
+            manifest = read_manifest(folder)
+            name = manifest_config_name(manifest)
+            if name in sources:
+                raise HubError(
+                    f"two generated configs map to the Hub config {name!r} "
+                    f"({sources[name].folder} and {folder}); publish them to separate repositories"
+                )
+            source = _Source(name, folder, manifest, manifest_bytes)
+            problems = [
+                p
+                for src, _, entry in source.files()
+                for p in _check_parquet(src, entry, str(src), deep=True)
+            ]
+            if problems:
+                raise HubError(
+                    f"{folder} does not match its manifest ({problems[0]}); "
+                    f"regenerate it with `phasebench generate`"
+                )
+            sources[name] = source
+    order = {f: i for i, f in enumerate(FAMILIES)}
+    return sorted(
+        sources.values(),
+        key=lambda s: (order[s.family], s.manifest["spec"]["length"], s.name),
+    )
+
+
+def _config_entry(source: _Source) -> dict:
+    files, num_bytes, lengths = [], 0, []
+    for src, repo_path, entry in source.files():
+        table = pq.read_table(src, columns=["length"])
+        lengths.extend(table.column("length").to_pylist())
+        num_bytes += pq.read_table(src).nbytes
+        files.append(
+            {
+                "path": repo_path,
+                "rows": entry["rows"],
+                "content_sha256": entry["content_sha256"],
+                "sha256": file_sha256(src),
+                "size": src.stat().st_size,
+            }
+        )
+    tok = source.manifest["tokenizer"]
+    return {
+        "name": source.name,
+        "family": source.family,
+        "length": source.manifest["spec"]["length"],
+        "rows": source.manifest["rows"],
+        "content_hash": source.manifest["content_hash"],
+        "tokenizer": tok["name"],
+        "tokenizer_fingerprint": tok["fingerprint"],
+        "manifest": f"{source.name}/{MANIFEST}",
+        "manifest_sha256": hashlib.sha256(source.manifest_bytes).hexdigest(),
+        "num_bytes": num_bytes,
+        "prompt_tokens": {"min": min(lengths), "max": max(lengths)},
+        "files": files,
+    }
+
+
+def _check_out(out: Path, generated: Sequence[Path | str], overwrite: bool) -> None:
+    if out.exists() and not out.is_dir():
+        raise HubError(f"output folder {str(out)!r} exists and is not a folder")
+    if out.exists() and any(out.iterdir()) and not overwrite:
+        raise HubError(
+            f"output folder {str(out)!r} exists and is not empty; choose another or pass "
+            f"overwrite=True (--overwrite)"
+        )
+    target = out.resolve()
+    for root in generated:
+        src = Path(root).resolve()
+        if target == src or target in src.parents or src in target.parents:
+            raise HubError(
+                f"output folder {str(out)!r} overlaps the generated folder {str(root)!r}; "
+                f"choose a separate output folder"
+            )
+
+
+def build_repo(
+    generated: Sequence[Path | str],
+    out: Path | str,
+    *,
+    repo_id: str | None = None,
+    pretty_name: str = DEFAULT_PRETTY_NAME,
+    license: str = DEFAULT_LICENSE,
+    default_config: str | None = None,
+    overwrite: bool = False,
+) -> Path:
+    """Build the dataset repository folder ``out`` from generated config folders.
+
+    ``repo_id`` only appears in the card's usage examples (``ORG/NAME`` when not given); a
+    folder can only be pushed to the repository it was built for. The folder is assembled
+    under a temporary name next to ``out``, validated, then renamed into place.
+    """
+    out = Path(out)
+    if not generated:
+        raise HubError("give at least one generated folder to publish")
+    _check_out(out, generated, overwrite)
+    if repo_id is not None:
+        check_repo_id(repo_id)
+    sources = _collect(generated)
+    names = [s.name for s in sources]
+    default = default_config or names[0]
+    if default not in names:
+        raise HubError(f"'default_config' must be one of {', '.join(names)} (got {default!r})")
+    index = {
+        "phasebench_version": __version__,
+        "repo_id": repo_id,
+        "pretty_name": pretty_name,
+        "license": license,
+        "default_config": default,
+        "split": SPLIT,
+        "configs": [_config_entry(s) for s in sources],
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.parent / f".{out.name}.{os.getpid()}.tmp"
+    old = out.parent / f".{out.name}.{os.getpid()}.old"
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        for s in sources:
+            (tmp / s.name).mkdir(parents=True, exist_ok=True)
+            (tmp / s.name / MANIFEST).write_bytes(s.manifest_bytes)
+            for src, repo_path, _ in s.files():
+                (tmp / repo_path).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(src, tmp / repo_path)
+        (tmp / INDEX).write_text(json.dumps(index, indent=2, sort_keys=True) + "\n", "utf-8")
+        (tmp / CARD).write_text(
+            render_card(
+                index,
+                {s.name: s.manifest for s in sources},
+                {s.name: pq.read_schema(s.files()[0][0]) for s in sources},
+            ),
+            encoding="utf-8",
+        )
+        validate_repo(tmp, deep=False)
+        if out.exists():
+            os.replace(out, old)
+        try:
+            os.replace(tmp, out)
+        except BaseException:
+            if old.exists():  # put the previous folder back rather than lose it
+                os.replace(old, out)
+            raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(old, ignore_errors=True)
+    return out
+
+
+def read_index(repo_dir: Path | str) -> dict:
+    """The folder's ``phasebench.json``, or a clear error if it has none (or a broken one)."""
+    path = Path(repo_dir) / INDEX
+    if not path.is_file():
+        raise HubError(
+            f"{str(repo_dir)!r} is not a phasebench dataset folder (no {INDEX}); "
+            f"build one with `phasebench publish`"
+        )
+    try:
+        index = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise HubError(f"{path} is not valid JSON ({exc}); rebuild the folder") from None
+    if not isinstance(index, dict) or not isinstance(index.get("configs"), list):
+        raise HubError(f"{path} lists no configs; rebuild the folder")
+    return index
+
+
+def folder_files(repo: Path) -> list[str]:
+    """Files of a repository folder, relative and sorted; hidden ones (``.git``, ``.cache``
+    of a clone or a download) are not part of the dataset."""
+    files = (p.relative_to(repo).as_posix() for p in repo.rglob("*") if p.is_file())
+    return sorted(f for f in files if not any(part.startswith(".") for part in f.split("/")))
+
+
+def repo_problems(repo_dir: Path | str, *, deep: bool = True) -> list[str]:
+    """Every inconsistency between the folder's index, manifests, data files and card.
+
+    ``deep`` also re-hashes every row (what a push does); without it only file bytes,
+    parquet metadata and the card are checked (what a fresh build does, having hashed the
+    rows of its sources already).
+    """
+    from datasets.info import DatasetInfosDict
+    from datasets.utils.metadata import MetadataConfigs
+    from huggingface_hub import DatasetCard
+
+    repo = Path(repo_dir)
+    index = read_index(repo)
+    problems: list[str] = []
+    manifests: dict[str, dict] = {}
+    schemas: dict[str, pa.Schema] = {}
+    expected_files = {INDEX, CARD}
+    for c in index["configs"]:
+        name = c["name"]
+        mpath = repo / c["manifest"]
+        expected_files.add(c["manifest"])
+        if not mpath.is_file():
+            problems.append(f"{c['manifest']}: missing")
+            continue
+        mbytes = mpath.read_bytes()
+        if hashlib.sha256(mbytes).hexdigest() != c["manifest_sha256"]:
+            problems.append(f"{c['manifest']}: changed since the folder was built")
+        manifest = manifests[name] = json.loads(mbytes)
+        if manifest_config_name(manifest) != name:
+            problems.append(f"{c['manifest']}: describes {manifest_config_name(manifest)!r}")
+        if [f["path"] for f in c["files"]] != [f"{name}/{e['path']}" for e in manifest["files"]]:
+            problems.append(f"{name}: data files do not match the manifest's file list")
+            continue
+        if sum(f["rows"] for f in c["files"]) != manifest["rows"] or c["rows"] != manifest["rows"]:
+            problems.append(
+                f"{name}: row counts do not add up to the manifest's {manifest['rows']}"
+            )
+        for f, entry in zip(c["files"], manifest["files"], strict=True):
+            expected_files.add(f["path"])
+            path = repo / f["path"]
+            found = _check_parquet(path, entry, f["path"], deep=deep)
+            if not found and file_sha256(path) != f["sha256"]:
+                found.append(f"{f['path']}: file bytes differ from the index")
+            problems += found
+        if not problems:
+            schemas[name] = pq.read_schema(repo / c["files"][0]["path"])
+    present = set(folder_files(repo))
+    problems += [
+        f"{p}: not part of the published configs" for p in sorted(present - expected_files)
+    ]
+    if problems:
+        return problems
+
+    card_path = repo / CARD
+    if not card_path.is_file():
+        return [f"{CARD}: missing"]
+    try:
+        card = DatasetCard.load(card_path)
+        declared = MetadataConfigs.from_dataset_card_data(card.data)
+        infos = DatasetInfosDict.from_dataset_card_data(card.data)
+        default = declared.get_default_config_name()
+    except Exception as exc:  # huggingface_hub/datasets raise ValueError, YAMLError, ...
+        return [f"{CARD}: its metadata does not parse ({str(exc).splitlines()[0][:200]})"]
+    names = [c["name"] for c in index["configs"]]
+    if sorted(declared) != sorted(names):
+        problems.append(f"{CARD}: declares configs {sorted(declared)}, the folder holds {names}")
+    for c in index["configs"]:
+        files = declared.get(c["name"], {}).get("data_files")
+        if files != [{"split": SPLIT, "path": [f["path"] for f in c["files"]]}]:
+            problems.append(f"{CARD}: data_files of {c['name']!r} do not list its parquet files")
+        info = infos.get(c["name"])
+        split = (info.splits or {}).get(SPLIT) if info is not None else None
+        if split is None or split.num_examples != c["rows"]:
+            problems.append(f"{CARD}: dataset_info of {c['name']!r} does not say {c['rows']} rows")
+    if default != index["default_config"]:
+        problems.append(f"{CARD}: default config is {default!r}, not {index['default_config']!r}")
+    if not problems and card_path.read_text(encoding="utf-8") != render_card(
+        index, manifests, schemas
+    ):
+        problems.append(f"{CARD}: differs from the card rendered from the manifests")
+    return problems
+
+
+def validate_repo(repo_dir: Path | str, *, deep: bool = True) -> dict:
+    """The folder's index if the folder is consistent, else a :class:`HubError`."""
+    problems = repo_problems(repo_dir, deep=deep)
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise HubError(
+            f"{str(repo_dir)!r} is not a consistent dataset folder: {problems[0]}{more}; "
+            f"rebuild it with `phasebench publish`"
+        )
+    return read_index(repo_dir)

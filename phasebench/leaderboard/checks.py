@@ -1,0 +1,404 @@
+"""The per-task rules: every logged sample against the regenerated split, re-scored, and every
+reported aggregate recomputed (``limit``, ``count``, ``tokenizer``, ``hash``, ``metric``)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from phasebench.errors import PhasebenchError
+from phasebench.leaderboard.collect import RawSubmission, Refused
+from phasebench.leaderboard.regenerate import Regenerator
+from phasebench.lmeval.compat import DEFAULT_MAX_GEN_TOKS, doc_hash, hash_string
+from phasebench.rows import config_length, paired_unit
+
+METRIC_TOLERANCE = 1e-9
+
+
+def task_configs(raw: RawSubmission, tasks: Mapping[str, str]) -> dict[str, tuple[Path, dict]]:
+    """``{task: (results file, results dict)}`` for the phasebench tasks of the submission."""
+    found: dict[str, tuple[Path, dict]] = {}
+    for path, results in raw.results:
+        groups = set(results.get("groups") or {}) | set(results.get("group_subtasks") or {})
+        for task in results["results"]:
+            if task in groups and task not in tasks:
+                continue  # a group row (e.g. "phasebench"), not a task
+            if task not in tasks:
+                raise Refused(
+                    "task", path, f"{ascii(task)}: not a task of this phasebench ({sorted(tasks)})"
+                )
+            version = str((results.get("versions") or {}).get(task))
+            if version != tasks[task]:
+                raise Refused(
+                    "task", path, f"{task} version {version!r}; this phasebench has {tasks[task]!r}"
+                )
+            if task in found:
+                raise Refused("task", path, f"{task} appears in two results files")
+            found[task] = (path, results)
+    if not found:
+        raise Refused("task", raw.name, "no phasebench task in the results")
+    return found
+
+
+def _check_limit(task: str, path: Path, results: dict, n_logged: int) -> None:
+    limit = (results.get("config") or {}).get("limit")
+    if limit is not None:
+        raise Refused("limit", path, f"run with --limit {limit}; submit the full split")
+    counts = (results.get("n-samples") or {}).get(task) or {}
+    original, effective = counts.get("original"), counts.get("effective")
+    for label, value in (("original", original), ("effective", effective)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise Refused(
+                "count", path, f"n-samples.{task}.{label} must be a count (got {value!r})"
+            )
+    if original != effective:
+        raise Refused("limit", path, f"{task}: {effective} of {original} samples evaluated")
+    if n_logged != effective:
+        raise Refused("count", path, f"{task}: {n_logged} samples logged, results say {effective}")
+
+
+#: Fields lm-eval's chat-template path recounts in the templated sequence (phasebench.lmeval
+#: ``relabel``); checked through ``split_phase``/``anchor_offset`` instead.
+_RELABELLED = ("phase", "anchor_index")
+_INT_FIELDS = ("base_id", "phase", "phase_modulus", "length")
+
+
+def _check_sample_shape(rec: dict, path: Path, number: int) -> dict:
+    doc = rec.get("doc")
+    if not isinstance(doc, dict):
+        raise Refused("json", path, f"sample {number}: no 'doc' object")
+    for name in _INT_FIELDS:
+        value = doc.get(name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise Refused(
+                "count", path, f"sample {number}: doc.{name} must be >= 0 (got {value!r})"
+            )
+    if doc["phase"] >= doc["phase_modulus"]:
+        raise Refused("count", path, f"sample {number}: phase {doc['phase']} >= modulus")
+    for name in ("doc_hash", "prompt_hash", "target_hash"):
+        if not isinstance(rec.get(name), str):
+            raise Refused("hash", path, f"sample {number}: no {name} (run lm-eval --log_samples)")
+    if not isinstance(doc.get("id"), str):
+        raise Refused("json", path, f"sample {number}: doc.id missing")
+    return doc
+
+
+def _spec_for(
+    docs: Sequence[dict], length: int, results: dict, task: str, meta: dict, path: Path
+) -> Any:
+    from phasebench.specs import SplitSpec
+
+    first = docs[0]
+    metadata = ((results.get("configs") or {}).get(task) or {}).get("metadata") or {}
+    if metadata.get("haystack"):
+        raise Refused("hash", path, "a custom haystack file cannot be regenerated here")
+    modulus = first["phase_modulus"]
+    n_base = metadata.get("n_base")
+    if not isinstance(n_base, int) or isinstance(n_base, bool):
+        n_base = len({d["base_id"] for d in docs})
+    seeds = {d.get("seed") for d in docs}
+    if len(seeds) != 1:
+        raise Refused("hash", path, f"{task} length {length}: samples disagree on the seed")
+    try:
+        return SplitSpec(
+            family=first["family"],
+            length=length,
+            modulus=modulus,
+            n_base=n_base,
+            seed=seeds.pop(),
+            tokenizer=first["tokenizer"],
+            tokenizer_args=tuple(sorted((meta["tokenizer"].get("args") or {}).items())),
+        )
+    except (PhasebenchError, TypeError, KeyError) as exc:
+        raise Refused("hash", path, f"{task} length {length}: no valid spec ({exc})") from None
+
+
+def expected_context(
+    doc: Mapping[str, Any], config: Mapping[str, Any], tok: Any, chat: bool
+) -> str:
+    """The context string lm-eval builds for a zero-shot phasebench doc (its prompt_hash input).
+
+    The phasebench tasks use the row's prompt as the whole context. With a chat template the
+    prompt is one user turn rendered by the tokenizer's template with a generation prompt, as
+    lm-eval's ``hf`` backend does.
+    """
+    template = config.get("doc_to_text", "prompt")
+    if isinstance(template, str) and template in doc:
+        text = doc[template]
+    elif isinstance(template, str) and "{{" in template:
+        from phasebench.lmeval.compat import apply_template
+
+        text = apply_template(template, doc)
+    else:
+        text = doc["prompt"]
+    text = (config.get("description") or "") + str(text)
+    if chat:
+        text = tok.hf.apply_chat_template(
+            [{"role": "user", "content": text}], tokenize=False, add_generation_prompt=True
+        )
+    return text
+
+
+def recompute_sample_metrics(doc: Mapping[str, Any], rec: Mapping[str, Any]) -> dict[str, Any]:
+    """What the task's own scorer (:func:`phasebench.lmeval.tasks.process_results`, the
+    function the task YAML points at) returns for the logged responses: ``acc``, ``margin`` for
+    code, and the scored records lm-eval aggregates."""
+    from phasebench.lmeval.tasks import process_results
+
+    resps = rec.get("filtered_resps")
+    choices = doc.get("choices") or []
+    if not isinstance(resps, list) or len(resps) != (len(choices) if choices else 1):
+        raise ValueError(f"expected {len(choices) or 1} response(s)")
+    if choices:
+        parsed = []
+        for r in resps:
+            # lm-eval logs each (loglikelihood, is_greedy) pair with its values as strings
+            value = r[0] if isinstance(r, list) and r else r
+            if isinstance(value, bool) or not isinstance(value, int | float | str):
+                raise ValueError("log-likelihoods must be numbers")
+            number = float(value)  # ValueError for anything that is not a number
+            if not math.isfinite(number):
+                raise ValueError("non-finite log-likelihood")
+            parsed.append([number])
+        resps = parsed
+    elif not isinstance(resps[0], str):
+        raise ValueError("a generated string expected")
+    return process_results(doc, resps)
+
+
+def _restore_doc(doc: dict, rec: dict, row: Mapping[str, Any]) -> dict:
+    restored = dict(doc)
+    for name in rec.get("packed_fields") or []:
+        if name not in row or name not in restored:
+            raise KeyError(name)
+        restored[name] = row[name]
+    return restored
+
+
+def check_task(
+    raw: RawSubmission,
+    task: str,
+    results_path: Path,
+    results: dict,
+    regen: Regenerator,
+    tok: Any,
+) -> tuple[pd.DataFrame, int]:
+    """All per-task rules; returns the scored samples (one row per sample: its scored record
+    with task, family and n_base) and the longest sequence the run needed."""
+    if task not in raw.samples:
+        raise Refused("files", raw.name, f"no samples_{task}_*.jsonl for task {task}")
+    path, records = raw.samples[task]
+    _check_limit(task, results_path, results, len(records))
+    config = (results.get("configs") or {}).get(task) or {}
+    docs = [_check_sample_shape(rec, path, i + 1) for i, rec in enumerate(records)]
+    _check_tokenizer(raw, path, docs, tok)
+    task_hash = "".join(r["doc_hash"] + r["prompt_hash"] + r["target_hash"] for r in records)
+    reported_hash = (results.get("task_hashes") or {}).get(task)
+    if reported_hash and hash_string(task_hash) != reported_hash:
+        raise Refused("hash", results_path, f"task_hashes.{task} does not match the samples")
+    by_length: dict[int, list[int]] = {}
+    for i, doc in enumerate(docs):
+        by_length.setdefault(config_length(doc), []).append(i)
+    lengths_wanted = ((config.get("metadata") or {}).get("max_seq_lengths")) or []
+    missing = sorted(set(int(x) for x in lengths_wanted if isinstance(x, int)) - set(by_length))
+    if missing:
+        raise Refused("count", path, f"{task}: no samples for length(s) {missing}")
+    context = _TaskContext(raw, task, path, config, tok)
+    rows_out: list[dict[str, Any]] = []
+    scored: list[dict[str, Any]] = []
+    for length, indices in sorted(by_length.items()):
+        spec = _spec_for([docs[i] for i in indices], length, results, task, raw.meta, path)
+        try:
+            expected = regen.rows(spec, tok)
+        except PhasebenchError as exc:
+            raise Refused(
+                "count", path, f"{task} length {length}: the samples name no complete split ({exc})"
+            ) from None
+        seen: set[str] = set()
+        for i in indices:
+            row = expected.get(docs[i]["id"])
+            if row is None:
+                raise Refused(
+                    "hash", path, f"sample {i + 1}: {ascii(docs[i]['id'])} is not in the split"
+                )
+            if docs[i]["id"] in seen:
+                raise Refused("count", path, f"sample {i + 1}: {docs[i]['id']} appears twice")
+            seen.add(docs[i]["id"])
+            metrics, full = context.check_sample(i + 1, records[i], docs[i], row)
+            scored.append(metrics)
+            rows_out.append(
+                {
+                    "task": task,
+                    "family": row["family"],
+                    "length": length,
+                    "modulus": spec.modulus,
+                    "n_base": spec.n_base,
+                    "unit": paired_unit(row),
+                    "phase": int(full["phase"]),
+                    "acc": metrics["acc"],
+                    "margin": metrics.get("margin"),
+                    "pad": int(row.get("pad_tokens") or 0),
+                }
+            )
+        if seen != set(expected):
+            raise Refused(
+                "count",
+                path,
+                f"{task} length {length}: {len(seen)} of {len(expected)} prompts of the split "
+                f"present (every phase of every base item is needed)",
+            )
+    frame = pd.DataFrame(rows_out)
+    _check_aggregates(task, results_path, results, frame, scored)
+    return frame, context.longest
+
+
+def _check_tokenizer(raw: RawSubmission, path: Path, docs: Sequence[dict], tok: Any) -> None:
+    fingerprints = {d.get("tokenizer_fingerprint") for d in docs}
+    if fingerprints != {tok.fingerprint}:
+        raise Refused(
+            "tokenizer",
+            path,
+            f"samples were made with tokenizer {sorted(map(str, fingerprints))}, but "
+            f"{raw.meta['tokenizer']['name']} here is {tok.fingerprint}",
+        )
+
+
+class _TaskContext:
+    """What every sample of one task is checked against, and the longest sequence seen."""
+
+    def __init__(
+        self, raw: RawSubmission, task: str, path: Path, config: Mapping[str, Any], tok: Any
+    ) -> None:
+        self.task, self.path, self.config, self.tok = task, path, config, tok
+        self.chat = bool(raw.meta["chat_template"])
+        self.gen_budget = int(
+            (config.get("generation_kwargs") or {}).get("max_gen_toks", DEFAULT_MAX_GEN_TOKS)
+        )
+        self.longest = 0
+
+    def check_sample(
+        self, number: int, rec: dict, doc: dict, row: Mapping[str, Any]
+    ) -> tuple[dict[str, Any], dict]:
+        """The rules for one sample against its regenerated row; returns its re-scored metrics
+        and its doc with packed fields restored."""
+        path = self.path
+        try:
+            full = _restore_doc(doc, rec, row)
+        except KeyError as exc:
+            raise Refused("hash", path, f"sample {number}: cannot restore field {exc}") from None
+        self._check_doc(number, rec, full, row)
+        context = expected_context(full, self.config, self.tok, self.chat)
+        if hash_string(context) != rec["prompt_hash"]:
+            raise Refused(
+                "hash", path, f"sample {number}: prompt_hash does not match the regenerated prompt"
+            )
+        metrics = self._rescore(number, rec, full)
+        need = row["length"] + (
+            _longest_choice(self.tok, row["choices"]) if row["choices"] else self.gen_budget
+        )
+        if self.chat:
+            need = len(self.tok.encode(context)) + (self.gen_budget if not row["choices"] else 16)
+        self.longest = max(self.longest, need)
+        return metrics, full
+
+    def _check_doc(self, number: int, rec: dict, full: dict, row: Mapping[str, Any]) -> None:
+        path = self.path
+        for name, value in row.items():
+            if name in _RELABELLED and "split_phase" in full:
+                continue
+            if name != "tokenizer" and name in full and full[name] != value:
+                raise Refused("hash", path, f"sample {number}: doc.{name} differs from the split")
+        if "split_phase" in full and not _relabel_consistent(full, row):
+            raise Refused(
+                "hash", path, f"sample {number}: chat-template phase relabelling inconsistent"
+            )
+        if doc_hash(full) != rec["doc_hash"]:
+            raise Refused("hash", path, f"sample {number}: doc_hash does not match the split")
+        target = str(rec.get("target"))
+        if hash_string(target) != rec["target_hash"] or target not in (
+            str(row["answer"]),
+            str(_gold_index(row)),
+        ):
+            raise Refused("hash", path, f"sample {number}: target does not match the split")
+
+    def _rescore(self, number: int, rec: dict, full: dict) -> dict[str, Any]:
+        path = self.path
+        try:
+            metrics = recompute_sample_metrics(full, rec)
+        except (ValueError, TypeError, KeyError, IndexError) as exc:
+            raise Refused("metric", path, f"sample {number}: responses unusable ({exc})") from None
+        for name in ("acc", "margin"):
+            if name not in metrics:
+                continue
+            logged, value = rec.get(name), metrics[name]
+            if isinstance(logged, bool) or not isinstance(logged, int | float):
+                raise Refused("metric", path, f"sample {number}: {name} missing")
+            if not math.isclose(float(logged), value, rel_tol=0, abs_tol=1e-9):
+                raise Refused(
+                    "metric",
+                    path,
+                    f"sample {number}: {name} is {logged}, the responses give {value}",
+                )
+        return metrics
+
+
+def _relabel_consistent(doc: Mapping[str, Any], row: Mapping[str, Any]) -> bool:
+    offset = doc.get("anchor_offset")
+    if isinstance(offset, bool) or not isinstance(offset, int):
+        return False
+    return (
+        doc["split_phase"] == row["phase"]
+        and doc["anchor_index"] == row["anchor_index"] + offset
+        and doc["phase"] == doc["anchor_index"] % row["phase_modulus"]
+    )
+
+
+def _gold_index(row: Mapping[str, Any]) -> int | None:
+    choices = row.get("choices") or []
+    return choices.index(row["answer"]) if row["answer"] in choices else None
+
+
+def _longest_choice(tok: Any, choices: Iterable[str]) -> int:
+    return max(len(ids) for ids in tok.piece_ids(list(choices)))
+
+
+def _check_aggregates(
+    task: str, path: Path, results: dict, frame: pd.DataFrame, scored: Sequence[dict]
+) -> None:
+    """Every reported aggregate equals the one recomputed from the samples with the task's own
+    aggregation (:func:`phasebench.lmeval.tasks.aggregate` over the scorer's records, in sample
+    order, as lm-eval collects them); per-sample means for ``acc`` and ``margin``."""
+    from phasebench.lmeval.tasks import aggregate, parse_metric_key
+
+    reported = results["results"][task]
+    if not any(k.split(",")[0] == "acc" for k in reported):
+        raise Refused("metric", path, f"{task}: no reported acc")
+    for key, value in sorted(reported.items()):
+        metric, sep, _ = key.partition(",")
+        if not sep or "_stderr" in metric:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise Refused("metric", path, f"{task}: {key} is not a number ({value!r})")
+        if metric in ("acc", "margin"):
+            expected = float(frame[metric].mean())
+        else:
+            items = [s[metric] for s in scored if metric in s]
+            if not items:
+                raise Refused("metric", path, f"{task}: {key} is not a metric of this task")
+            try:
+                expected = aggregate(items, name=parse_metric_key(metric)[0])
+            except (KeyError, ValueError, PhasebenchError) as exc:
+                raise Refused(
+                    "metric", path, f"{task}: {key} cannot be recomputed ({exc})"
+                ) from None
+        both_nan = math.isnan(value) and math.isnan(expected)
+        if not both_nan and not math.isclose(value, expected, rel_tol=0, abs_tol=METRIC_TOLERANCE):
+            raise Refused(
+                "metric",
+                path,
+                f"{task}: reported {key} = {value}, the samples give {expected:.12g}",
+            )

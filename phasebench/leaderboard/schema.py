@@ -1,0 +1,80 @@
+"""What a submission must look like: ``submission.yaml`` against its JSON Schema, its folder
+name, and the lm-eval tasks (with versions) this phasebench ships."""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from phasebench.leaderboard.collect import RawSubmission, Refused
+from phasebench.resources import resource_dir
+
+#: Versions as lm-eval and transformers write them into results (anything else is shown as
+#: "unreadable" on the site).
+VERSION_TEXT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.+_-]{0,63}$")
+
+
+@functools.lru_cache(maxsize=1)
+def submission_schema() -> dict[str, Any]:
+    text = resources.files("phasebench.leaderboard").joinpath("submission.schema.json")
+    return json.loads(text.read_text(encoding="utf-8"))
+
+
+class _TaskLoader(yaml.SafeLoader):
+    """Reads lm-eval task YAMLs, which use ``!function`` tags, without importing anything."""
+
+
+_TaskLoader.add_constructor("!function", lambda loader, node: loader.construct_scalar(node))
+
+
+def _task_yaml(path: Path, depth: int = 0) -> dict[str, Any]:
+    """A task YAML with its ``include`` chain merged in (the file's own keys win)."""
+    data = yaml.load(path.read_text(encoding="utf-8"), Loader=_TaskLoader)
+    if not isinstance(data, dict):
+        return {}
+    include = data.get("include")
+    if isinstance(include, str) and depth < 8:
+        merged = _task_yaml(path.parent / include, depth + 1)
+        merged.update(data)
+        return merged
+    return data
+
+
+def known_tasks(tasks_dir: Path | None = None) -> dict[str, str]:
+    """``{task name: version}`` of the lm-eval tasks this phasebench ships (as lm-eval writes
+    the version into ``versions`` of its results)."""
+    folder = Path(tasks_dir) if tasks_dir else resource_dir("tasks")
+    found: dict[str, str] = {}
+    for path in sorted(folder.glob("*.yaml")):
+        data = _task_yaml(path)
+        if isinstance(data.get("task"), str):
+            found[data["task"]] = str((data.get("metadata") or {}).get("version"))
+    return found
+
+
+def check_schema(raw: RawSubmission) -> None:
+    meta_file = raw.folder / "submission.yaml"
+    validator = jsonschema.Draft202012Validator(submission_schema())
+    errors = sorted(validator.iter_errors(raw.meta), key=lambda e: list(e.absolute_path))
+    if errors:
+        err = errors[0]
+        where = "/".join(str(p) for p in err.absolute_path) or "(top level)"
+        message = err.message if len(err.message) < 200 else err.message[:200] + "..."
+        raise Refused("schema", meta_file, f"field {where}: {ascii(message)[1:-1]}")
+    org_model = raw.meta["model"].replace("/", "__")
+    if raw.folder.parent.name != org_model or raw.folder.name != raw.meta["revision"]:
+        raise Refused(
+            "path",
+            meta_file,
+            f"model {raw.meta['model']} at revision {raw.meta['revision']} belongs in "
+            f"{org_model}/{raw.meta['revision']}/",
+        )
+    if ".." in raw.meta["tokenizer"]["name"]:
+        raise Refused("schema", meta_file, "field tokenizer/name: '..' is not allowed")

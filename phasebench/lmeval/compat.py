@@ -1,0 +1,206 @@
+"""Every use of lm-evaluation-harness beyond its documented entry points, in one module.
+
+phasebench reaches into lm-eval in a few places: its CLI parser (so ``phasebench eval`` takes
+exactly lm-eval's flags), ``ConfigurableTask``'s aggregation tables (the phase aggregates have
+data-dependent names), its context-length resolution, its hashing of logged samples, and its
+results tracker. Each is wrapped here, so an lm-eval upgrade is checked in one file.
+:data:`SUPPORTED` lists the versions these wrappers were checked against;
+:func:`check_version` says when another one is installed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from phasebench.errors import DependencyError
+
+__all__ = [
+    "DEFAULT_MAX_GEN_TOKS",
+    "SUPPORTED",
+    "add_phase_metric",
+    "apply_template",
+    "check_version",
+    "configurable_task",
+    "doc_hash",
+    "evaluate_and_save",
+    "hash_string",
+    "register_model",
+    "resolve_max_length",
+    "run_cli",
+]
+
+#: lm-eval versions whose internals the functions below were checked against.
+SUPPORTED = ("0.4.13",)
+#: lm-eval's own ``max_gen_toks`` for generate_until tasks whose YAML names none (the
+#: phasebench YAMLs name 16; see :data:`phasebench.lmeval.tasks.MAX_GEN_TOKS`).
+DEFAULT_MAX_GEN_TOKS = 256
+
+
+def check_version() -> str:
+    """The installed lm-eval version; a one-line error if it is missing, a warning if it is
+    not one of :data:`SUPPORTED`."""
+    try:
+        version = metadata.version("lm_eval")
+    except metadata.PackageNotFoundError:
+        raise DependencyError(
+            "lm-evaluation-harness is not installed; pip install 'phasebench[lmeval]'"
+        ) from None
+    if version not in SUPPORTED:
+        warnings.warn(
+            f"phasebench was checked against lm-eval {', '.join(SUPPORTED)}, not {version}",
+            stacklevel=2,
+        )
+    return version
+
+
+# -- CLI --------------------------------------------------------------------------------------
+
+
+def run_cli(argv: Sequence[str], before: Callable[[Any], None] | None = None) -> None:
+    """Parse ``argv`` with lm-eval's own parser (``lm_eval run ...``), let ``before`` inspect
+    and adjust the parsed namespace, then execute it as lm-eval's CLI would."""
+    from lm_eval._cli.harness import HarnessCLI
+    from lm_eval.utils import setup_logging
+
+    setup_logging()
+    cli = HarnessCLI()
+    namespace = cli._parser.parse_args(list(argv))
+    if before is not None:
+        before(namespace)
+    cli.execute(namespace)
+
+
+def run_legacy_cli() -> None:
+    """lm-eval's console entry point, reading ``sys.argv``."""
+    from lm_eval.__main__ import cli_evaluate
+
+    cli_evaluate()
+
+
+# -- tasks ------------------------------------------------------------------------------------
+
+
+def configurable_task() -> type:
+    """lm-eval's ``ConfigurableTask`` (the base of every YAML task)."""
+    from lm_eval.api.task import ConfigurableTask
+
+    return ConfigurableTask
+
+
+def add_phase_metric(
+    task: Any, key: str, aggregation: Callable[[Sequence[Any]], float], higher: bool | None
+) -> None:
+    """Register the aggregate ``key`` on a ``ConfigurableTask`` after its data is loaded (the
+    YAML cannot name metrics whose names depend on the data). ``higher`` None shows no arrow in
+    lm-eval's table (p-values)."""
+    task._aggregation_list[key] = aggregation
+    task._higher_is_better[key] = higher
+
+
+def resolve_max_length(config: Any, hf_tokenizer: Any, default: int) -> int:
+    """The context length lm-eval's ``hf`` backend derives from a model config and tokenizer."""
+    from lm_eval.models.utils import resolve_max_length as resolve
+
+    return int(resolve(config, hf_tokenizer, default=default))
+
+
+def register_model(name: str, cls: type) -> None:
+    """Make ``--model NAME`` load ``cls`` (an ``lm_eval.api.model.LM`` subclass)."""
+    from lm_eval.api.registry import register_model as register
+
+    register(name)(cls)
+
+
+# -- logged samples ---------------------------------------------------------------------------
+
+
+def hash_string(text: str) -> str:
+    """lm-eval's ``hash_string``: SHA-256 hex of the UTF-8 text (``prompt_hash``,
+    ``target_hash``, ``task_hashes``)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _non_serializable(value: Any) -> Any:
+    """What lm-eval's ``handle_non_serializable`` writes for values JSON cannot hold."""
+    import numpy as np
+
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return float(value)
+    if isinstance(value, set):
+        return list(value)
+    return str(value)
+
+
+def doc_hash(doc: Mapping[str, Any]) -> str:
+    """``doc_hash`` as lm-eval logs it: the doc as indented JSON, not ASCII-escaped."""
+    text = json.dumps(doc, indent=2, default=_non_serializable, ensure_ascii=False)
+    return hash_string(text)
+
+
+def apply_template(template: str, doc: Mapping[str, Any]) -> str:
+    """A ``doc_to_text`` jinja2 template rendered the way lm-eval renders it."""
+    from lm_eval.utils import apply_template as render
+
+    return render(template, dict(doc))
+
+
+# -- running ----------------------------------------------------------------------------------
+
+
+def evaluate_and_save(
+    *,
+    model: str,
+    model_args: Mapping[str, Any],
+    tasks: Sequence[str],
+    include_path: str,
+    metadata: Mapping[str, Any],
+    output_path: Path,
+    model_name: str,
+    batch_size: int | str = 32,
+    verbosity: str = "WARNING",
+) -> dict[str, Any]:
+    """``lm_eval.simple_evaluate`` with per-sample logs, saved as lm-eval's CLI saves them
+    (``output_path/<model_name>/results_<date>.json`` and ``samples_<task>_<date>.jsonl``).
+
+    The task manager gets the model arguments with the metadata, as lm-eval's CLI hands them
+    to task dataset loaders. Returns the results dict without its samples."""
+    from lm_eval import simple_evaluate
+    from lm_eval.loggers import EvaluationTracker
+    from lm_eval.tasks import TaskManager
+
+    results = simple_evaluate(
+        model=model,
+        model_args=dict(model_args),
+        tasks=list(tasks),
+        task_manager=TaskManager(
+            include_path=include_path,
+            metadata=dict(model_args) | dict(metadata),
+            verbosity=verbosity,
+        ),  # fmt: skip
+        batch_size=batch_size,
+        log_samples=True,
+        random_seed=0,
+        numpy_random_seed=0,
+        torch_random_seed=0,
+        fewshot_random_seed=0,
+        verbosity=verbosity,
+    )
+    tracker = EvaluationTracker(output_path=str(output_path))
+    results["config"]["model_name"] = model_name
+    tracker.general_config_tracker.model_name = model_name
+    tracker.general_config_tracker.model_name_sanitized = model_name
+    samples = results.pop("samples")  # as lm-eval's CLI does before saving
+    tracker.save_results_aggregated(results=results, samples=samples)
+    for task in results["configs"]:
+        tracker.save_results_samples(task_name=task, samples=samples[task])
+    return results

@@ -1,0 +1,275 @@
+"""Where a phasebench task's rows come from: the split for the model's own tokenizer, generated
+and cached on first use or read from a pre-built folder or Hub dataset after checking its
+tokenizer, and relabelled when a chat template puts a prefix before every prompt.
+
+lm-eval hands a task's dataset loader its model arguments merged with ``--metadata``;
+:func:`resolve_split` takes them as they come (``pretrained``/``tokenizer``/``model``,
+``gguf_file``, ``add_bos_token``, ..., ``max_seq_lengths``, ``phase_modulus``, ``n_base``,
+``seed``, ``dataset_path``, ``apply_chat_template``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from phasebench._version import GENERATOR_VERSION
+from phasebench.errors import EvalError, SpecError, TokenizerError
+from phasebench.specs import FAMILIES, TOKENIZER_ARG_NAMES, SplitSpec
+from phasebench.tokenization import PhaseTokenizer, load_tokenizer
+
+DEFAULT_LENGTHS = (4096,)
+DEFAULT_MODULUS = 8
+DEFAULT_N_BASE = {"kv": 256, "niah": 256, "code": 64}
+
+
+def cache_root() -> Path:
+    """``$PHASEBENCH_CACHE`` or ``~/.cache/phasebench``: generated splits, keyed by content."""
+    return Path(os.environ.get("PHASEBENCH_CACHE") or Path.home() / ".cache" / "phasebench")
+
+
+def tokenizer_source(kwargs: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """Tokenizer name and arguments exactly as lm-eval's backends take them: ``tokenizer``
+    first, then ``pretrained`` (``hf``, ``vllm``), then ``model`` (``local-completions`` and the
+    other API backends name the served model so)."""
+    name = kwargs.get("tokenizer") or kwargs.get("pretrained") or kwargs.get("model")
+    if not name or not isinstance(name, str):
+        raise EvalError(
+            "phasebench tasks build their split for the model's tokenizer: pass "
+            "--model_args pretrained=MODEL (or tokenizer=... / model=... for API backends)"
+        )
+    args = {k: kwargs[k] for k in TOKENIZER_ARG_NAMES if kwargs.get(k) not in (None, "")}
+    if kwargs.get("tokenizer"):
+        args.pop("gguf_file", None)  # lm-eval ignores gguf_file for an explicit tokenizer
+    return name, args
+
+
+def _lengths(kwargs: Mapping[str, Any]) -> tuple[int, ...] | None:
+    value = kwargs.get("max_seq_lengths")
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = json.loads(value) if value.strip().startswith("[") else value.split(",")
+    if isinstance(value, int):
+        value = [value]
+    try:
+        return tuple(dict.fromkeys(int(v) for v in value))
+    except (TypeError, ValueError):
+        raise SpecError(
+            f"'max_seq_lengths' must be a list of token counts, e.g. [4096, 8192] (got {value!r})"
+        ) from None
+
+
+def _n_base(family: str, value: Any) -> int:
+    """``n_base`` is one number for every family or a mapping such as ``{"kv": 32, "code": 8}``
+    (code counts items, each swept over 4 padding styles x 16 lengths)."""
+    if isinstance(value, str) and value.strip().startswith("{"):
+        value = json.loads(value)
+    if isinstance(value, Mapping):
+        value = value.get(family)
+    if value is None:
+        return DEFAULT_N_BASE[family]
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise SpecError(
+            f'\'n_base\' must be an integer or a mapping like {{"kv": 32, "code": 8}} '
+            f"(got {value!r})"
+        ) from None
+
+
+def split_specs(family: str, kwargs: Mapping[str, Any]) -> list[SplitSpec]:
+    """The specs a task run asks for: one per length in ``max_seq_lengths``."""
+    if family not in FAMILIES:
+        raise SpecError(f"'family' must be one of {', '.join(FAMILIES)} (got {family!r})")
+    name, args = tokenizer_source(kwargs)
+    return [
+        SplitSpec(
+            family=family,  # type: ignore[arg-type]
+            length=length,
+            modulus=int(kwargs.get("phase_modulus", DEFAULT_MODULUS)),
+            n_base=_n_base(family, kwargs.get("n_base")),
+            seed=int(kwargs.get("seed", 0)),
+            tokenizer=name,
+            tokenizer_args=tuple((k, str(v)) for k, v in args.items()),
+        )
+        for length in (_lengths(kwargs) or DEFAULT_LENGTHS)
+    ]
+
+
+def cached_config(spec: SplitSpec, tok: PhaseTokenizer, root: Path | None = None) -> Path:
+    """The config folder for ``spec`` in the cache, generating it on first use.
+
+    The key hashes the spec, the tokenizer fingerprint and the generator version, so a changed
+    tokenizer or generator never reuses stale prompts. Generation goes to a temporary folder that
+    is renamed into place: an interrupted run leaves nothing a later run could mistake for data.
+    """
+    from phasebench.build import generate
+
+    root = root or cache_root()
+    text = json.dumps(
+        {"spec": spec.to_dict(), "fingerprint": tok.fingerprint, "generator": GENERATOR_VERSION},
+        sort_keys=True,
+    )
+    key = hashlib.sha256(text.encode()).hexdigest()[:20]
+    final = root / "splits" / f"{spec.config_name}-{key}"
+    if (final / spec.config_name / "manifest.json").exists():
+        return final / spec.config_name
+    tmp = root / "splits" / f".tmp-{spec.config_name}-{key}-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        generate([spec], tmp, progress=False, tokenizer=tok)
+        try:
+            os.replace(tmp, final)
+        except OSError:  # another process finished the same split first
+            if not (final / spec.config_name / "manifest.json").exists():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return final / spec.config_name
+
+
+def prebuilt_folders(
+    dataset_path: str, family: str, lengths: Sequence[int] | None, tok: PhaseTokenizer
+) -> list[Path]:
+    """Config folders of ``family`` built for ``tok``, from a folder made by ``phasebench
+    generate`` or ``publish``, or a Hub dataset id (:func:`phasebench.hub.select_configs`).
+
+    A published repository may hold the same family and length for several tokenizers; the
+    configs whose tokenizer fingerprint is this model's are taken. A length with none is refused
+    (never evaluated on another tokenizer's positions).
+    """
+    from phasebench.build import read_manifest
+    from phasebench.hub import select_configs
+    from phasebench.verification import check_fingerprint
+
+    candidates = select_configs(dataset_path, family=family, lengths=lengths)
+    if not candidates:
+        wanted = "" if lengths is None else f" at lengths {list(lengths)}"
+        raise SpecError(f"{dataset_path!r} holds no {family} config{wanted}")
+    by_length: dict[int, list[tuple[Path, dict]]] = {}
+    for folder in candidates:
+        manifest = read_manifest(folder)
+        by_length.setdefault(int(manifest["spec"]["length"]), []).append((folder, manifest))
+    chosen = []
+    for length in sorted(by_length):
+        mine = [f for f, m in by_length[length] if m["tokenizer"]["fingerprint"] == tok.fingerprint]
+        if not mine:
+            check_fingerprint(by_length[length][0][1], tok)  # raises the one-line refusal
+        chosen.extend(mine)
+    return chosen
+
+
+@dataclass(frozen=True)
+class LoadedSplit:
+    """The rows of one task run and where they came from."""
+
+    folders: tuple[Path, ...]
+    manifests: tuple[dict, ...]
+    rows: list[dict]
+    anchor_offset: int
+
+
+def resolve_split(family: str, **kwargs: Any) -> LoadedSplit:
+    """Find or build the configs a task run needs, check them against the model's tokenizer,
+    and return their rows (phases relabelled for a chat template, see :func:`chat_offset`)."""
+    from phasebench.build import iter_rows, read_manifest
+
+    name, args = tokenizer_source(kwargs)
+    tok = load_tokenizer(name, args)
+    if kwargs.get("dataset_path"):
+        folders = prebuilt_folders(str(kwargs["dataset_path"]), family, _lengths(kwargs), tok)
+    else:
+        folders = [cached_config(spec, tok) for spec in split_specs(family, kwargs)]
+    manifests = tuple(read_manifest(f) for f in folders)
+    per_config = [list(iter_rows(folder)) for folder in folders]
+    rows = [row for config_rows in per_config for row in config_rows]
+    offset = 0
+    if _truthy(kwargs.get("apply_chat_template")):
+        system = kwargs.get("system_instruction")
+        # measured on the first and last row of every config: the prefix must be constant
+        offsets = {chat_offset(tok, r, system) for c in per_config for r in (c[0], c[-1])}
+        if len(offsets) != 1:
+            raise TokenizerError(
+                f"the chat template of {tok.name!r} shifts prompts by different amounts "
+                f"({sorted(offsets)}); run without --apply_chat_template"
+            )
+        offset = offsets.pop()
+        rows = [relabel(row, offset) for row in rows]
+    return LoadedSplit(tuple(folders), manifests, rows, offset)
+
+
+def provenance(split: LoadedSplit) -> list[dict]:
+    """What identifies the prompts of a run: per config its content hash, generator version,
+    tokenizer fingerprint and spec, plus the chat-template offset applied to the phases."""
+    return [
+        {
+            "config": m["config"],
+            "content_hash": m["content_hash"],
+            "generator_version": m["generator_version"],
+            "phasebench_version": m["phasebench_version"],
+            "tokenizer_fingerprint": m["tokenizer"]["fingerprint"],
+            "spec": m["spec"],
+            "anchor_offset": split.anchor_offset,
+        }
+        for m in split.manifests
+    ]
+
+
+def _truthy(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "yes")
+    return bool(value)
+
+
+# -- chat template offset ------------------------------------------------------------------------
+
+_SENTINEL = "\x00PHASEBENCH\x00"
+
+
+def chat_offset(tok: PhaseTokenizer, row: Mapping[str, Any], system: str | None = None) -> int:
+    """Tokens a chat template adds before the prompt, as lm-eval's ``hf`` backend encodes it.
+
+    Measured on the exact path: the templated prompt is encoded whole and the anchor's token is
+    found through the offsets mapping. A template that the tokenizer does not define raises, and
+    the caller falls back on offset invariance (DESIGN section 2).
+    """
+    messages = ([{"role": "system", "content": system}] if system else []) + [
+        {"role": "user", "content": _SENTINEL}
+    ]
+    try:
+        text = tok.hf.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    except Exception as exc:  # no template, or one that rejects the roles
+        raise TokenizerError(
+            f"tokenizer {tok.name!r} has no usable chat template ({type(exc).__name__}); "
+            f"run without --apply_chat_template (phases only relabel under a constant offset)"
+        ) from None
+    before, _, after = text.partition(_SENTINEL)
+    whole = before + row["prompt"] + after
+    bos = getattr(tok.hf, "bos_token", None)
+    special = not (bos and whole.startswith(bos))  # lm-eval skips a second BOS the same way
+    enc = tok.hf(whole, return_offsets_mapping=True, add_special_tokens=special)
+    if row["family"] == "code":  # the anchor is the first answer token: after the whole context
+        return len(enc["input_ids"]) - int(row["anchor_index"])
+    anchor_char = len(before) + int(row["key_char"])
+    for i, (s, e) in enumerate(enc["offset_mapping"]):
+        if s <= anchor_char < e:
+            return i - int(row["anchor_index"])
+    raise TokenizerError("cannot locate the needle inside the chat-templated prompt")
+
+
+def relabel(row: Mapping[str, Any], offset: int) -> dict:
+    """``row`` with ``anchor_index``/``phase`` counted in the templated sequence."""
+    out = dict(row)
+    out["anchor_offset"] = offset
+    out["split_phase"] = row["phase"]
+    out["anchor_index"] = int(row["anchor_index"]) + offset
+    out["phase"] = out["anchor_index"] % int(row["phase_modulus"])
+    return out

@@ -1,0 +1,61 @@
+"""The row every family writes, and what identifies its config and its paired unit.
+
+One place for the facts that generators, the lm-eval tasks, ``phasebench report`` and the
+leaderboard all read from a row (or from the ``doc`` lm-eval logs for it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+__all__ = ["ROW_FIELDS", "config_length", "paired_unit", "row_schema"]
+
+#: Column types of the row schema every family writes (families may add columns).
+ROW_FIELDS: list[tuple[str, pa.DataType]] = [
+    ("id", pa.string()),
+    ("family", pa.string()),
+    ("length", pa.int64()),
+    ("phase_modulus", pa.int64()),
+    ("phase", pa.int64()),
+    ("base_id", pa.int64()),
+    ("anchor_index", pa.int64()),
+    ("question_index", pa.int64()),
+    ("needle_key", pa.string()),
+    ("prompt", pa.string()),
+    ("answer", pa.string()),
+    ("choices", pa.list_(pa.string())),
+    ("depth", pa.float64()),
+    ("tokenizer", pa.string()),
+    ("tokenizer_fingerprint", pa.string()),
+    ("seed", pa.int64()),
+    ("key_char", pa.int64()),
+    ("question_char", pa.int64()),
+]
+
+
+def row_schema(extra: Sequence[tuple[str, pa.DataType]] = ()) -> pa.Schema:
+    """The parquet schema of a family's rows: :data:`ROW_FIELDS` plus its own columns."""
+    return pa.schema(ROW_FIELDS + list(extra))
+
+
+def config_length(row: Mapping[str, Any]) -> int:
+    """The length of the config a row belongs to: ``length`` for kv and niah, where every
+    prompt of a config has the same token count, ``config_length`` for code, whose prompts grow
+    with the padding sweep."""
+    return int(row.get("config_length", row["length"]))
+
+
+def paired_unit(row: Mapping[str, Any]) -> str:
+    """What is paired across phases: a base item at one config length (kv, niah:
+    ``"4096/17"``), or one (item, padding style) sweep at one config length (code, whose 16
+    padding lengths visit each phase 16/P times: ``"0/cast-0003/comment_dash"``).
+
+    Units are strings and the statistics order the rows of a phase matrix by sorting them, so
+    every consumer resamples the same rows (the order of the bootstrap and permutation streams
+    is part of the numbers)."""
+    if row.get("family") == "code":
+        return f"{config_length(row)}/{row['item_id']}/{row['pad_style']}"
+    return f"{config_length(row)}/{int(row['base_id'])}"

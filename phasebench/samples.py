@@ -1,0 +1,196 @@
+"""Reading lm-eval's output, and the scored record every phase statistic is computed from.
+
+lm-eval writes ``<output_path>/<model>/results_<date>.json`` and, with ``--log_samples``,
+``samples_<task>_<date>.jsonl`` beside it (``phasebench leaderboard pack`` writes the samples as
+``.jsonl.gz``). ``phasebench report`` and the leaderboard both read them here, and everything read
+from outside is read with bounds: sizes, line lengths, line counts and time are capped while
+streaming (a small gzip can expand a thousandfold), JSON NaN/Infinity are refused where a number
+must be finite, and a failure names the file and the rule it broke.
+
+A *scored record* is ``(length, modulus, unit, phase, acc, margin, pad)``: what one sample
+contributes to the phase statistics. The lm-eval tasks build it from the doc and the response,
+``phasebench report`` from the logged doc and metrics, the leaderboard from the regenerated row
+and the re-scored response; :func:`summarize_records` turns any set of them into numbers through
+:func:`phasebench.stats.summarize_samples`.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import re
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from phasebench.errors import SamplesError, StatsError
+from phasebench.rows import config_length, paired_unit
+
+__all__ = [
+    "RESULTS_NAME",
+    "SAMPLES_NAME",
+    "LogError",
+    "ReadLimits",
+    "iter_samples",
+    "read_results",
+    "scored_record",
+    "summarize_records",
+]
+
+RESULTS_NAME = re.compile(r"^results_(?P<date>[0-9][0-9T:._-]*)\.json$")
+SAMPLES_NAME = re.compile(
+    r"^samples_(?P<task>[A-Za-z0-9_]+?)_(?P<date>[0-9][0-9T:._-]*)\.jsonl(\.gz)?$"
+)
+
+
+class LogError(SamplesError):
+    """An lm-eval output file breaks a reading rule (``size``, ``json`` or ``path``)."""
+
+    def __init__(self, rule: str, path: Path | str, message: str) -> None:
+        super().__init__(f"{path}: {message}")
+        self.rule = rule
+        self.path = str(path)
+        self.detail = message
+
+
+@dataclass(frozen=True)
+class ReadLimits:
+    """Caps checked while a samples file is streamed (decompressed bytes, one line, lines,
+    seconds). ``max_lines`` None means no cap on the count."""
+
+    max_bytes: int = 1024 * 1024 * 1024
+    max_line_bytes: int = 64 * 1024 * 1024
+    max_lines: int | None = None
+    max_seconds: float = 600.0
+
+
+DEFAULT_LIMITS = ReadLimits()
+MAX_RESULTS_BYTES = 32 * 1024 * 1024
+_STDERR_KEY = re.compile(r"_stderr,[^.]*$")
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"non-finite number {name} is not allowed")
+
+
+def _regular_file(path: Path) -> None:
+    if path.is_symlink() or not path.is_file():
+        raise LogError("path", path, "not a regular file (symlinks are refused)")
+
+
+def iter_samples(path: Path | str, limits: ReadLimits = DEFAULT_LIMITS) -> Iterator[dict[str, Any]]:
+    """The records of a ``samples_*.jsonl`` or ``.jsonl.gz``, streamed, each a JSON object.
+
+    Raises :class:`LogError` as soon as a cap is passed, a line is not a JSON object, a number
+    is NaN or infinite, or the file cannot be read (a truncated gzip, invalid UTF-8)."""
+    path = Path(path)
+    _regular_file(path)
+    opener = gzip.open if path.name.endswith(".gz") else open
+    total, count, start = 0, 0, time.monotonic()
+    try:
+        with opener(path, "rb") as handle:
+            while True:
+                line = handle.readline(limits.max_line_bytes + 1)
+                if not line:
+                    break
+                total += len(line)
+                if len(line) > limits.max_line_bytes:
+                    raise LogError(
+                        "size", path, f"line {count + 1} is longer than {limits.max_line_bytes}"
+                    )
+                if total > limits.max_bytes:
+                    raise LogError("size", path, f"more than {limits.max_bytes} bytes of samples")
+                if time.monotonic() - start > limits.max_seconds:
+                    raise LogError("size", path, f"reading took over {limits.max_seconds:.0f} s")
+                if not line.strip():
+                    continue
+                count += 1
+                if limits.max_lines is not None and count > limits.max_lines:
+                    raise LogError("size", path, f"more than {limits.max_lines} samples")
+                try:
+                    record = json.loads(line.decode("utf-8"), parse_constant=_reject_constant)
+                except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+                    raise LogError("json", path, f"line {count}: not valid JSON ({exc})") from None
+                if not isinstance(record, dict):
+                    raise LogError("json", path, f"line {count}: a sample must be a JSON object")
+                yield record
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        raise LogError("json", path, f"cannot read ({exc})") from None
+
+
+def _finite_tree(value: Any, where: str) -> None:
+    """Refuse NaN/inf anywhere except in stderr fields, which lm-eval itself may write as NaN."""
+    stack: list[tuple[str, Any]] = [(where, value)]
+    while stack:
+        key, item = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            if not _STDERR_KEY.search(key):
+                raise ValueError(f"non-finite number at {key}")
+        elif isinstance(item, dict):
+            stack.extend((f"{key}.{k}", v) for k, v in item.items())
+        elif isinstance(item, list):
+            stack.extend((f"{key}[{i}]", v) for i, v in enumerate(item))
+
+
+def read_results(path: Path | str, max_bytes: int = MAX_RESULTS_BYTES) -> dict[str, Any]:
+    """An lm-eval ``results_*.json``, size-capped, with a ``results`` mapping and finite
+    numbers (stderr fields excepted)."""
+    path = Path(path)
+    _regular_file(path)
+    size = path.stat().st_size
+    if size > max_bytes:
+        raise LogError("size", path, f"file is {size} bytes; the limit is {max_bytes}")
+    try:
+        data = json.loads(path.read_bytes().decode("utf-8"), parse_constant=lambda _: math.nan)
+        _finite_tree(data, "results")
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise LogError("json", path, f"not valid lm-eval results JSON ({exc})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
+        raise LogError("json", path, "no 'results' mapping: is this an lm-eval results file?")
+    return data
+
+
+# -- scored records ------------------------------------------------------------------------------
+
+
+def scored_record(doc: Mapping[str, Any], acc: float, margin: float | None) -> tuple:
+    """What one sample contributes to the phase statistics (see the module docstring)."""
+    return (
+        config_length(doc),
+        int(doc["phase_modulus"]),
+        paired_unit(doc),
+        int(doc["phase"]),
+        float(acc),
+        None if margin is None else float(margin),
+        int(doc.get("pad_tokens", 0)),
+    )
+
+
+def summarize_records(records: Iterable[tuple], **stats_kwargs: Any) -> dict[str, Any]:
+    """:func:`phasebench.stats.summarize_samples` of scored records of one modulus; code records
+    (with a margin) also get their margins, sweeps and phase-lock rates."""
+    from phasebench.stats import summarize_samples
+
+    records = list(records)
+    if not records:
+        raise StatsError("no samples to summarize")
+    moduli = {r[1] for r in records}
+    if len(moduli) != 1:
+        raise StatsError(
+            f"samples mix phase moduli {sorted(moduli)}; summarize one split at a time"
+        )
+    has_margin = [r[5] is not None for r in records]
+    if any(has_margin) and not all(has_margin):
+        raise StatsError("some samples have a margin and others none; mixed families?")
+    return summarize_samples(
+        [r[2] for r in records],
+        [r[3] for r in records],
+        [r[4] for r in records],
+        moduli.pop(),
+        margins=[r[5] for r in records] if all(has_margin) else None,
+        pads=[r[6] for r in records],
+        **stats_kwargs,
+    )

@@ -1,0 +1,96 @@
+"""The one way the tests run lm-eval: its real CLI (``python -m lm_eval``) or phasebench's
+wrapper (``python -m phasebench eval``), in a subprocess, offline, on one thread."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+
+
+def offline_env(cache: Path, *, source_on_path: bool = True) -> dict[str, str]:
+    """The environment of a test subprocess: offline, one thread, its own split cache, and the
+    checkout importable (unless ``source_on_path`` is False, for an installed package)."""
+    env = dict(os.environ)
+    env.update(
+        HF_HUB_OFFLINE="1",
+        HF_DATASETS_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+        TOKENIZERS_PARALLELISM="false",
+        OMP_NUM_THREADS="1",
+        PHASEBENCH_CACHE=str(cache),
+    )
+    if source_on_path:
+        paths = [str(ROOT), env.get("PYTHONPATH", "")]
+        env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
+    else:
+        env.pop("PYTHONPATH", None)
+    return env
+
+
+def lm_eval(
+    work: Path,
+    model_args: str,
+    tasks: str,
+    metadata: Mapping[str, Any],
+    *,
+    wrapper: bool = False,
+    model: str = "hf",
+    out: str = "out",
+    batch_size: int = 8,
+    extra: Sequence[str] = (),
+    include_path: str | None = None,
+    python: str | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: int = 1500,
+) -> subprocess.CompletedProcess:
+    """Run lm-eval on ``tasks`` in ``work`` and return the finished process (output captured).
+
+    ``wrapper=False``: ``python -m lm_eval`` with ``--include_path`` (the checkout's tasks/ by
+    default); ``wrapper=True``: ``python -m phasebench eval``, which adds the folder itself.
+    Per-sample logs go to ``work/out``; splits are cached in ``work/cache``."""
+    command = [python or sys.executable, "-m"]
+    command += ["phasebench", "eval"] if wrapper else ["lm_eval"]
+    command += ["--model", model, "--model_args", model_args, "--tasks", tasks]
+    if not wrapper:
+        command += ["--include_path", include_path or str(ROOT / "tasks")]
+    command += ["--metadata", json.dumps(dict(metadata)), "--device", "cpu"]
+    command += ["--batch_size", str(batch_size), "--log_samples", "--output_path", out]
+    command += ["--seed", "0", *extra]
+    return subprocess.run(
+        command,
+        cwd=work,
+        env=dict(env) if env is not None else offline_env(work / "cache"),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def phasebench(work: Path, *args: str, env: Mapping[str, str] | None = None):
+    """``python -m phasebench ARGS`` in ``work`` (offline), output captured."""
+    return subprocess.run(
+        [sys.executable, "-m", "phasebench", *args],
+        cwd=work,
+        env=dict(env) if env is not None else offline_env(work / "cache"),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def outputs(out: Path) -> tuple[dict, dict[str, list[dict]]]:
+    """The results JSON and the logged samples per task that lm-eval wrote under ``out``."""
+    (results_file,) = out.glob("*/results_*.json")
+    results = json.loads(results_file.read_text())
+    samples = {}
+    for path in out.glob("*/samples_*.jsonl"):
+        task = path.name[len("samples_") :].rsplit("_", 1)[0]
+        samples[task] = [json.loads(line) for line in path.read_text().splitlines()]
+    return results, samples

