@@ -11,6 +11,7 @@ Rules (each refusal names one of them and the file):
 ``limit``       no ``--limit``: lm-eval's effective sample count equals the original one
 ``count``       every phase of every length is present, each base item at every phase, no extras
 ``tokenizer``   the named tokenizer loads here and has the fingerprint the samples carry
+                and, where the run recorded it, encodes the probe text as the run's did
 ``hash``        doc, prompt and target hashes equal those of the prompts this phasebench
                 generates for that spec and tokenizer (so unverifiable data is refused)
 ``metric``      per-sample metrics recomputed from the responses, and the aggregate metrics
@@ -47,6 +48,7 @@ from phasebench.leaderboard.collect import (
     submission_folders,
 )
 from phasebench.resources import resource_dir
+from phasebench.tokenizer_behaviour import provenance_difference
 
 #: Sample ``doc`` strings longer than this are dropped by ``pack`` and restored from the
 #: regenerated split during validation (the prompt text, mostly).
@@ -432,6 +434,8 @@ def _check_task(
             f"samples were made with tokenizer {sorted(map(str, fingerprints))}, but "
             f"{raw.meta['tokenizer']['name']} here is {tok.fingerprint}",
         )
+    if why := provenance_difference((config.get("metadata") or {}).get("phasebench"), tok):
+        raise Refused("tokenizer", results_path, f"{task}: the run's tokenizer differs: {why}")
     task_hash = "".join(r["doc_hash"] + r["prompt_hash"] + r["target_hash"] for r in records)
     reported_hash = (results.get("task_hashes") or {}).get(task)
     if reported_hash and sha256_text(task_hash) != reported_hash:
