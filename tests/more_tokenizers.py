@@ -7,7 +7,9 @@
   Rust backend (BPE with byte fallback, Metaspace with a prefix space, BOS).
 * **A Llama-2-style tokenizer** trained here: BPE over whitespace-split words with single digits,
   newlines left to byte-fallback tokens, and at run time Llama 2's pipeline (Metaspace with a
-  prefix space at the start of the text, no split, a BOS), saved with a ``LlamaTokenizer`` config.
+  prefix space at the start of the text, no split, a BOS), saved with a ``LlamaTokenizer`` config;
+  and the same vocabulary in the older shape of Llama 2's own ``tokenizer.json`` (a normalizer
+  that prepends ``▁`` and replaces spaces, no pre-tokenizer), loaded as that file.
 * **A tokenizer whose transformers class rewrites its file**: a byte-level BPE whose
   ``tokenizer.json`` splits digits one at a time before GPT-2's byte-level rules, with a
   ``tokenizer_config.json`` naming ``GPT2Tokenizer``; transformers 5 rebuilds it with GPT-2's
@@ -136,6 +138,22 @@ def build_llama2_style(folder: Path) -> Path:
     return folder
 
 
+def build_llama2_legacy(folder: Path, trained: Path) -> Path:
+    """``trained``'s tokenizer.json with Llama 2's legacy normalizer instead of Metaspace."""
+    data = json.loads((trained / "tokenizer.json").read_text(encoding="utf-8"))
+    data["normalizer"] = {
+        "type": "Sequence",
+        "normalizers": [
+            {"type": "Prepend", "prepend": "▁"},
+            {"type": "Replace", "pattern": {"String": " "}, "content": "▁"},
+        ],
+    }
+    data["pre_tokenizer"] = None
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "tokenizer.json").write_text(json.dumps(data), encoding="utf-8")
+    return folder
+
+
 def build_gpt2_rewritten(folder: Path) -> Path:
     """Train a byte-level BPE with GPT-2's rules (so its merges join digits), then save it with
     its own rule of single digits first and a config naming ``GPT2Tokenizer``."""
@@ -179,7 +197,13 @@ _FOLDERS: dict[str, Path] = {}  # built once per test session, whichever module 
 
 def folder_of(name: str, tmp_path_factory) -> Path:
     if name not in _FOLDERS:
-        _FOLDERS[name] = BUILDERS[name](tmp_path_factory.mktemp(name) / "tok")
+        folder = tmp_path_factory.mktemp(name) / "tok"
+        if name == "llama2_legacy":
+            _FOLDERS[name] = build_llama2_legacy(
+                folder, folder_of("llama2_style", tmp_path_factory)
+            )
+        else:
+            _FOLDERS[name] = BUILDERS[name](folder)
     return _FOLDERS[name]
 
 
@@ -196,6 +220,12 @@ def mistral_v3(tmp_path_factory) -> PhaseTokenizer:
 @pytest.fixture(scope="session")
 def llama2_style(tmp_path_factory) -> PhaseTokenizer:
     return load_tokenizer(str(folder_of("llama2_style", tmp_path_factory)))
+
+
+@pytest.fixture(scope="session")
+def llama2_legacy(tmp_path_factory) -> PhaseTokenizer:
+    """Loaded as its bare tokenizer.json, the way a folder without a config is loaded."""
+    return load_tokenizer(str(folder_of("llama2_legacy", tmp_path_factory) / "tokenizer.json"))
 
 
 @pytest.fixture(scope="session")

@@ -133,6 +133,7 @@ def test_a_loading_change_is_refused_wherever_a_split_is_reused(request, tmp_pat
     example = "phasebench__tiny-random-llama"
     root = tmp_path / "submissions"
     shutil.copytree(ROOT / "leaderboard" / "submissions" / example, root / example)
+    assert len(validate_all(root, cache=tmp_path / "regen").accepted) == 1  # as committed
     (meta_file,) = (root / example).glob("*/submission.yaml")
     meta = yaml.safe_load(meta_file.read_text())
     meta["tokenizer"]["args"] = {"add_bos_token": "True"}

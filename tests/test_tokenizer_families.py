@@ -9,6 +9,7 @@ from collections import Counter
 import pytest
 from more_tokenizers import (  # noqa: F401  (fixtures)
     gpt2_rewritten,
+    llama2_legacy,
     llama2_style,
     mistral_v1,
     mistral_v3,
@@ -21,7 +22,7 @@ from phasebench.specs import SplitSpec
 from phasebench.tokenization import NEWLINE_CONTEXT, check_seams
 from phasebench.verify import verify_config
 
-PREFIX_SPACE = ["mistral_v1", "mistral_v3", "llama2_style"]
+PREFIX_SPACE = ["mistral_v1", "mistral_v3", "llama2_style", "llama2_legacy"]
 ALL = [*PREFIX_SPACE, "gpt2_rewritten"]
 CASES = [  # (tokenizer fixture, family, length, modulus, n_base)
     *[(t, "kv", 1024, 8, 16) for t in ALL],
