@@ -9,6 +9,18 @@ Two ways to know where a token sits:
   valid when the tokenizer cannot merge tokens across the seams between pieces, so every family
   checks its seams with :func:`check_seams` on real pieces before it relies on the sums, and the
   tests prove the two paths equal on real tokenizers.
+
+A piece is counted **as it encodes inside a prompt**. Most tokenizers encode a piece the same on
+its own, so ``count`` encodes pieces alone. SentencePiece-BPE models (Llama 2, Mistral) mark the
+start of a text with a prefix space (``tkd241`` alone is ``▁t k d ...``, after ``key.`` and a
+newline it is ``tk d ...``), so on them a piece is encoded after a fixed left context, a newline
+(a byte token that merges with nothing), and the context's own tokens are dropped
+(:func:`piece_context` decides per tokenizer, on probe pieces). The piece that opens a prompt is
+counted at the text's start (``at_start=True``). The seam check runs the same way, so whatever
+the context cannot make exact is still refused.
+
+Every loaded tokenizer also carries a behaviour record (:mod:`phasebench.tokenizer_behaviour`):
+what it encodes, under which class and versions, and whether its ``tokenizer.json`` agrees.
 """
 
 from __future__ import annotations
@@ -17,6 +29,7 @@ import functools
 import hashlib
 import json
 import os
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,10 +38,35 @@ from typing import Any
 import numpy as np
 
 from phasebench.errors import AssemblyError, TokenizerError
+from phasebench.tokenizer_behaviour import (
+    Behaviour,
+    TokenizerLoadWarning,
+    encoding_difference,
+    load_warning,
+    measure,
+)
 
 BUILTIN_ALIASES = ("deepseek-v4", "phasebench-ref")
 
 _PROBE = "phasebench probe: alpha 12345\nbeta"
+#: The left context of :func:`piece_context`.
+NEWLINE_CONTEXT = "\n"
+#: Pieces that start as phasebench's pieces start (a letter, a word), for :func:`piece_context`.
+_CONTEXT_PROBES = ("tkd241: 67067\n", "Below is a list", "Question: what", "x = 1", "velmorax")
+
+__all__ = [
+    "BUILTIN_ALIASES",
+    "FillerTable",
+    "PhaseTokenizer",
+    "TokenizerLoadWarning",
+    "build_filler_table",
+    "builtin_path",
+    "check_seams",
+    "encoding_difference",
+    "load_tokenizer",
+    "piece_context",
+    "tokenizer_fingerprint",
+]
 
 
 def builtin_path(alias: str) -> Path:
@@ -50,7 +88,9 @@ class PhaseTokenizer:
     """A loaded tokenizer plus the facts phasebench needs about how it encodes.
 
     ``prefix_ids``/``suffix_ids`` are the special tokens the default encoding adds around any
-    text (a BOS, for instance); every position phasebench records counts them.
+    text (a BOS, for instance); every position phasebench records counts them. ``context`` is
+    the left context pieces are counted after (``""``: on their own; see the module docstring),
+    ``context_ids`` its tokens, and ``behaviour`` the record of what this tokenizer encodes.
     """
 
     name: str
@@ -59,6 +99,9 @@ class PhaseTokenizer:
     prefix_ids: tuple[int, ...]
     suffix_ids: tuple[int, ...]
     fingerprint: str
+    context: str = ""
+    context_ids: tuple[int, ...] = ()
+    behaviour: Behaviour | None = None
 
     @property
     def n_prefix(self) -> int:
@@ -89,23 +132,63 @@ class PhaseTokenizer:
         return len(ids), result
 
     # -- fast path ---------------------------------------------------------------------------
-    def piece_ids(self, pieces: Sequence[str]) -> list[list[int]]:
-        """Ids of each piece encoded on its own, without special tokens."""
+    def piece_ids(self, pieces: Sequence[str], at_start: bool = False) -> list[list[int]]:
+        """Ids of each piece as it encodes inside a prompt, without special tokens; with
+        ``at_start``, as it encodes opening a prompt (the piece on its own)."""
         if not pieces:
             return []
-        return [e.ids for e in self.backend.encode_batch(list(pieces), add_special_tokens=False)]
+        if at_start or not self.context:
+            encodings = self.backend.encode_batch(list(pieces), add_special_tokens=False)
+            return [e.ids for e in encodings]
+        return [ids for ids, _ in self._after_context(pieces, offsets=False)]
 
-    def count(self, pieces: Sequence[str]) -> np.ndarray:
-        """Token count of each piece encoded on its own, without special tokens."""
-        return np.array([len(ids) for ids in self.piece_ids(pieces)], dtype=np.int64)
+    def piece_offsets(self, piece: str, at_start: bool = False) -> list[tuple[int, int]]:
+        """Character span, within ``piece``, of each of its tokens (as :meth:`piece_ids`)."""
+        if at_start or not self.context:
+            return list(self.backend.encode(piece, add_special_tokens=False).offsets)
+        ((_, offsets),) = self._after_context([piece], offsets=True)
+        return offsets
+
+    def count(self, pieces: Sequence[str], at_start: bool = False) -> np.ndarray:
+        """Token count of each piece as it encodes inside a prompt (or, with ``at_start``,
+        opening one), without special tokens."""
+        return np.array([len(ids) for ids in self.piece_ids(pieces, at_start)], dtype=np.int64)
+
+    def _after_context(self, pieces: Sequence[str], offsets: bool) -> list[tuple[list[int], Any]]:
+        head, n, shift = list(self.context_ids), len(self.context_ids), len(self.context)
+        texts = [self.context + p for p in pieces]
+        out = []
+        for piece, e in zip(
+            pieces, self.backend.encode_batch(texts, add_special_tokens=False), strict=True
+        ):
+            ids = e.ids
+            if ids[:n] != head:
+                raise AssemblyError(
+                    f"tokenizer {self.name!r} merges the piece {piece[:20]!r} with the "
+                    f"{self.context!r} before it, so it cannot be counted in context"
+                )
+            spans = [(a - shift, b - shift) for a, b in e.offsets[n:]] if offsets else None
+            out.append((ids[n:], spans))
+        return out
+
+    @property
+    def encoding_key(self) -> str:
+        """A short hash of what decides how this install encodes prompts with this tokenizer:
+        the fingerprint and the probe ids of its behaviour record (for cache keys)."""
+        probe = list(self.behaviour.probe_ids) if self.behaviour else []
+        text = json.dumps({"fingerprint": self.fingerprint, "probe_ids": probe})
+        return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
     def describe(self) -> dict[str, Any]:
+        """The manifest's ``tokenizer`` entry (compared by :func:`encoding_difference`)."""
         return {
             "name": self.name,
             "fingerprint": self.fingerprint,
             "prefix_ids": list(self.prefix_ids),
             "suffix_ids": list(self.suffix_ids),
             "class": type(self.hf).__name__,
+            "piece_context": self.context,
+            "behaviour": self.behaviour.to_dict() if self.behaviour else None,
         }
 
 
@@ -203,6 +286,11 @@ def _load_cached(name: str, args_items: tuple[tuple[str, str], ...]) -> PhaseTok
             f"tokenizer {name!r}: its default encoding is not its plain encoding plus fixed "
             f"special tokens, so positions cannot be computed exactly"
         )
+    behaviour = measure(hf, _tokenizer_json(name, args))
+    warning = load_warning(name, behaviour, bos_requested=args.get("add_bos_token") is not None)
+    if warning:
+        warnings.warn(warning, TokenizerLoadWarning, stacklevel=3)
+    context = piece_context(backend)
     return PhaseTokenizer(
         name=name,
         hf=hf,
@@ -210,7 +298,52 @@ def _load_cached(name: str, args_items: tuple[tuple[str, str], ...]) -> PhaseTok
         prefix_ids=prefix,
         suffix_ids=suffix,
         fingerprint=tokenizer_fingerprint(backend, prefix, suffix),
+        context=context,
+        context_ids=tuple(backend.encode(context, add_special_tokens=False).ids),
+        behaviour=behaviour,
     )
+
+
+def _tokenizer_json(name: str, args: dict[str, Any]) -> Path | None:
+    """The ``tokenizer.json`` that :func:`_load_hf` reads for ``name``, if there is one on this
+    machine (none for a GGUF file or a folder with only a SentencePiece ``.model``; for a Hub id,
+    the copy in the local Hugging Face cache, if any)."""
+    if args.get("gguf_file") or name.endswith(".gguf"):
+        return None
+    if name in BUILTIN_ALIASES:
+        return builtin_path(name) / "tokenizer.json"
+    path = Path(name).expanduser()
+    if path.is_file():
+        return path
+    sub = str(args.get("subfolder") or "")
+    if path.is_dir():
+        return path / sub / "tokenizer.json"
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        found = try_to_load_from_cache(
+            name, "tokenizer.json", revision=args.get("revision") or None, subfolder=sub or None
+        )
+    except Exception:  # not a valid repo id, no cache: nothing to compare with
+        return None
+    return Path(found) if isinstance(found, str) else None
+
+
+def piece_context(backend: Any) -> str:
+    """The left context pieces are counted after: ``""`` (on their own) when the probe pieces
+    encode the same on their own as after a newline, :data:`NEWLINE_CONTEXT` when they do not
+    (a prefix space at the start of a text) and the newline never merges with them."""
+    head = backend.encode(NEWLINE_CONTEXT, add_special_tokens=False).ids
+    alone = backend.encode_batch(list(_CONTEXT_PROBES), add_special_tokens=False)
+    after = backend.encode_batch(
+        [NEWLINE_CONTEXT + p for p in _CONTEXT_PROBES], add_special_tokens=False
+    )
+    differs = False
+    for a, b in zip(alone, after, strict=True):
+        if b.ids[: len(head)] != head:
+            return ""  # the newline merges with what follows: no context helps, seams decide
+        differs = differs or b.ids[len(head) :] != a.ids
+    return NEWLINE_CONTEXT if differs else ""
 
 
 def load_tokenizer(name: str, args: dict[str, Any] | None = None) -> PhaseTokenizer:
@@ -227,30 +360,47 @@ def load_tokenizer(name: str, args: dict[str, Any] | None = None) -> PhaseTokeni
 # -- seams and fillers ---------------------------------------------------------------------------
 
 
-def check_seams(tok: PhaseTokenizer, sequences: Sequence[Sequence[str]], what: str) -> None:
+def check_seams(
+    tok: PhaseTokenizer,
+    sequences: Sequence[Sequence[str]],
+    what: str,
+    opening: Sequence[Sequence[str]] = (),
+) -> None:
     """Prove that, for each sequence of pieces, encoding the joined text gives the concatenation
-    of the pieces' own encodings; raise :class:`AssemblyError` naming the first seam that merges.
+    of the pieces' encodings as the fast path counts them; raise :class:`AssemblyError` naming
+    the first seam that merges.
+
+    ``sequences`` follow each other inside a prompt (every piece as :meth:`PhaseTokenizer.count`
+    encodes it); the first piece of each ``opening`` sequence opens a prompt (``at_start``).
     """
-    joined = ["".join(seq) for seq in sequences]
-    whole = tok.piece_ids(joined)
-    flat = [p for seq in sequences for p in seq]
-    parts = tok.piece_ids(flat)
-    i = 0
-    for seq, ids in zip(sequences, whole, strict=True):
-        expected: list[int] = []
-        for _ in seq:
-            expected.extend(parts[i])
-            i += 1
-        if ids != expected:
-            for j in range(1, len(seq)):
-                left, right = "".join(seq[:j]), "".join(seq[j:])
-                a, b, ab = tok.piece_ids([left, right, left + right])
-                if a + b != ab:
-                    raise AssemblyError(
-                        f"tokenizer {tok.name!r} merges tokens across a {what} seam "
-                        f"({left[-20:]!r} | {right[:20]!r}); positions would not be exact"
-                    )
-            raise AssemblyError(f"tokenizer {tok.name!r}: {what} pieces do not encode additively")
+    _check_additive(tok, [list(s) for s in sequences if s], what, at_start=False)
+    _check_additive(tok, [list(s) for s in opening if s], what, at_start=True)
+
+
+def _check_additive(
+    tok: PhaseTokenizer, sequences: list[list[str]], what: str, at_start: bool
+) -> None:
+    if not sequences:
+        return
+    whole = tok.piece_ids(["".join(seq) for seq in sequences], at_start)
+    firsts = tok.piece_ids([seq[0] for seq in sequences], at_start)
+    rest = iter(tok.piece_ids([p for seq in sequences for p in seq[1:]]))
+    for seq, ids, first in zip(sequences, whole, firsts, strict=True):
+        expected = list(first)
+        for _ in seq[1:]:
+            expected.extend(next(rest))
+        if ids == expected:
+            continue
+        for j in range(1, len(seq)):
+            left, right = "".join(seq[:j]), "".join(seq[j:])
+            a, ab = tok.piece_ids([left, left + right], at_start)
+            (b,) = tok.piece_ids([right])
+            if a + b != ab:
+                raise AssemblyError(
+                    f"tokenizer {tok.name!r} merges tokens across a {what} seam "
+                    f"({left[-20:]!r} | {right[:20]!r}); positions would not be exact"
+                )
+        raise AssemblyError(f"tokenizer {tok.name!r}: {what} pieces do not encode additively")
 
 
 @dataclass(frozen=True)

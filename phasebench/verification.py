@@ -23,7 +23,7 @@ from phasebench.families import get_family
 from phasebench.placement import TOLERANCE, phase_stats
 from phasebench.rng import derive_rng
 from phasebench.specs import SplitSpec
-from phasebench.tokenization import PhaseTokenizer, load_tokenizer
+from phasebench.tokenization import PhaseTokenizer, encoding_difference, load_tokenizer
 
 META_COLUMNS = (
     "id",
@@ -64,13 +64,16 @@ class Report:
 
 
 def check_fingerprint(manifest: dict, tok: PhaseTokenizer) -> None:
-    """Refuse a split built for another tokenizer (or other special-token behaviour)."""
-    expected = manifest["tokenizer"]["fingerprint"]
-    if tok.fingerprint != expected:
+    """Refuse a split that ``tok``, as loaded on this install, would not encode as the split's
+    tokenizer did: another tokenizer, other special tokens, or another encoding of the probe
+    text (:func:`~phasebench.tokenization.encoding_difference`)."""
+    recorded = manifest.get("tokenizer") or {}
+    difference = encoding_difference(recorded, tok)
+    if difference:
         raise TokenizerError(
             f"split {manifest['config']!r} was built for tokenizer "
-            f"{manifest['tokenizer']['name']!r} ({expected[:19]}...), not for {tok.name!r} "
-            f"({tok.fingerprint[:19]}...); generate it for this tokenizer instead"
+            f"{recorded.get('name')!r}, not for {tok.name!r} as loaded here "
+            f"({difference}); generate it for this tokenizer instead"
         )
 
 

@@ -16,7 +16,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from phasebench.tokenization import PhaseTokenizer, load_tokenizer  # noqa: E402
 from support.models import SMOLLM2_GGUF, make_tiny_llama, smollm2_folder  # noqa: E402
-from support.tokenizers import build_unigram, build_wordpiece  # noqa: E402
+from support.tokenizers import BUILDERS, build_llama2_legacy, build_unigram, build_wordpiece  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -60,3 +60,52 @@ def tiny_llama(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("tiny-llama")
     make_tiny_llama(folder)
     return folder
+
+
+@pytest.fixture(scope="session")
+def tokenizer_folder(tmp_path_factory):
+    """``tokenizer_folder(name)``: the folder of a test tokenizer of tests/support/tokenizers.py
+    (``mistral_v1``, ``mistral_v3``, ``llama2_style``, ``llama2_legacy``, ``gpt2_rewritten``),
+    built once per session."""
+    built: dict[str, Path] = {}
+
+    def folder(name: str) -> Path:
+        if name not in built:
+            target = tmp_path_factory.mktemp(name) / "tok"
+            if name == "llama2_legacy":
+                built[name] = build_llama2_legacy(target, folder("llama2_style"))
+            else:
+                built[name] = BUILDERS[name](target)
+        return built[name]
+
+    return folder
+
+
+@pytest.fixture(scope="session")
+def mistral_v1(tokenizer_folder) -> PhaseTokenizer:
+    """Mistral's SentencePiece v1 from mistral-common's package data (legacy config)."""
+    return load_tokenizer(str(tokenizer_folder("mistral_v1")))
+
+
+@pytest.fixture(scope="session")
+def mistral_v3(tokenizer_folder) -> PhaseTokenizer:
+    """Mistral's SentencePiece v3 (non-legacy config)."""
+    return load_tokenizer(str(tokenizer_folder("mistral_v3")))
+
+
+@pytest.fixture(scope="session")
+def llama2_style(tokenizer_folder) -> PhaseTokenizer:
+    """A Llama-2-style BPE with byte fallback and BOS, trained here (LlamaTokenizer config)."""
+    return load_tokenizer(str(tokenizer_folder("llama2_style")))
+
+
+@pytest.fixture(scope="session")
+def llama2_legacy(tokenizer_folder) -> PhaseTokenizer:
+    """The same vocabulary in Llama 2's older tokenizer.json shape, loaded as that file."""
+    return load_tokenizer(str(tokenizer_folder("llama2_legacy") / "tokenizer.json"))
+
+
+@pytest.fixture(scope="session")
+def gpt2_rewritten(tokenizer_folder) -> PhaseTokenizer:
+    """A byte-level BPE whose GPT2Tokenizer config makes transformers rewrite its rules."""
+    return load_tokenizer(str(tokenizer_folder("gpt2_rewritten")))

@@ -16,6 +16,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("phasebench._version", "phasebench.errors", "phasebench.rng",
               "phasebench.resources", "phasebench.templates", "phasebench.atomic")),
     ("core", ("phasebench.specs", "phasebench.rows", "phasebench.tokenization",
+              "phasebench.tokenizer_behaviour",
               "phasebench.placement", "phasebench.families", "phasebench.build",
               "phasebench.verification", "phasebench.show")),
     ("analysis", ("phasebench.stats",)),

@@ -56,9 +56,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_line_warning(message, category, filename, lineno, line=None) -> str:
+    return f"phasebench: warning: {' '.join(str(message).split())}\n"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    import warnings
+
     from phasebench.errors import PhasebenchError
 
+    warnings.formatwarning = _one_line_warning
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:  # --help, --version, or a usage error already printed

@@ -118,7 +118,7 @@ def build_pad_table(tok: PhaseTokenizer, style: str, n_tokens: int) -> PadTable:
     key = (tok.fingerprint, style)
     table = _PAD_TABLES.get(key)
     if table is None:
-        table = PadTable(style, int(tok.count([pad_block(style, 1)])[0]), (1,))
+        table = PadTable(style, int(tok.count([pad_block(style, 1)], at_start=True)[0]), (1,))
     chars = list(table.chars)
     lo = chars[-1] + 1  # the shortest length not measured yet past the last kept one
     while len(chars) < n_tokens:
@@ -126,7 +126,7 @@ def build_pad_table(tok: PhaseTokenizer, style: str, n_tokens: int) -> PadTable:
         found = None
         while found is None and lo <= MAX_PAD_CHARS:
             lengths = np.arange(lo, lo + PAD_WINDOW)
-            counts = tok.count([pad_block(style, int(n)) for n in lengths])
+            counts = tok.count([pad_block(style, int(n)) for n in lengths], at_start=True)
             hits = np.nonzero(counts == want)[0]
             if len(hits):
                 found = int(lengths[hits[0]])
@@ -525,17 +525,11 @@ def plan(spec: SplitSpec, tok: PhaseTokenizer) -> CodePlan:
 
 
 def seam_samples(p: CodePlan) -> list[list[str]]:
-    """Real piece sequences covering every kind of seam, for :func:`check_seams`: every padding
-    length of every style before each template family's definitions, each item's definitions,
-    unrelated code and use (also with either answer appended), and the pool in chunks."""
+    """Real piece sequences covering every kind of seam inside a prompt, for
+    :func:`check_seams`: each item's definitions, unrelated code and use (also with either answer
+    appended), and the pool in chunks (the padding block opens a prompt:
+    :func:`opening_samples`)."""
     seqs: list[list[str]] = []
-    firsts = {}
-    for item in p.items:
-        firsts.setdefault(item.family, item)
-    for table in p.pads.values():
-        for t in range(table.first, table.first + len(table.chars)):
-            for item in firsts.values():
-                seqs.append([table.block(t), item.defs])
     for item in p.items:
         filler = [p.pool[j] for j in p.item_filler[item.index]]
         edge = filler[:2] + filler[-2:] if len(filler) > 4 else filler
@@ -544,6 +538,20 @@ def seam_samples(p: CodePlan) -> list[list[str]]:
     for start in range(0, min(len(p.pool), 64 * 64), 64):
         seqs.append(p.pool[start : start + 64])
     return [[piece for piece in seq if piece] for seq in seqs]
+
+
+def opening_samples(p: CodePlan) -> list[list[str]]:
+    """Every padding length of every style, opening a prompt before each template family's
+    definitions, for :func:`check_seams`."""
+    seqs: list[list[str]] = []
+    firsts = {}
+    for item in p.items:
+        firsts.setdefault(item.family, item)
+    for table in p.pads.values():
+        for t in range(table.first, table.first + len(table.chars)):
+            for item in firsts.values():
+                seqs.append([table.block(t), item.defs])
+    return seqs
 
 
 def exact_check(p: CodePlan, row: dict) -> None:
@@ -556,7 +564,7 @@ def exact_check(p: CodePlan, row: dict) -> None:
 def prepare(spec: SplitSpec, tok: PhaseTokenizer) -> CodePlan:
     """Plan the config, check every seam kind on real pieces and one prompt on the exact path."""
     p = plan(spec, tok)
-    check_seams(tok, seam_samples(p), "code")
+    check_seams(tok, seam_samples(p), "code", opening=opening_samples(p))
     exact_check(p, next(p.render([0])))
     return p
 

@@ -1,7 +1,8 @@
 """The paired needle engine shared by the ``kv`` and ``niah`` families.
 
 A prompt is a sequence of pieces whose seams the tokenizer cannot merge across (checked with
-:func:`~phasebench.tokenization.check_seams`)::
+:func:`~phasebench.tokenization.check_seams`; the header opens the prompt and is counted at the
+text's start, every other piece as it encodes inside a prompt)::
 
     header | body[:split] | filler(a + extra + delta) | lead | keyed | filler(a + P-1-delta)
            | body[split:] | filler(slack) | question
@@ -128,11 +129,11 @@ def _question_tokens(tok: PhaseTokenizer, spec: SplitSpec, content: NeedleConten
 
 
 def key_token_offset(tok: PhaseTokenizer, needle: Needle) -> int:
-    """Index, among the tokens of ``needle.keyed`` encoded alone, of the token holding the key's
+    """Index, among the tokens of ``needle.keyed`` inside a prompt, of the token holding the key's
     first character: 0 when the key opens ``keyed`` or its leading space joins the key's first
     token (byte-level BPE), 1 when a tokenizer makes that space a token of its own (``▁``)."""
     char = needle.keyed.index(needle.key)
-    offsets = tok.backend.encode(needle.keyed, add_special_tokens=False).offsets
+    offsets = tok.piece_offsets(needle.keyed)
     for i, (start, end) in enumerate(offsets):
         if start <= char < end:
             return i
@@ -156,7 +157,7 @@ def plan(spec: SplitSpec, tok: PhaseTokenizer, content: NeedleContent) -> Needle
     filler = build_filler_table(
         tok, need + 1, content.filler_units, content.filler_sep, content.filler_end
     )
-    header_tokens = int(tok.count([content.header])[0])
+    header_tokens = int(tok.count([content.header], at_start=True)[0])
     q_tokens = _question_tokens(tok, spec, content)
     question_index = L - len(tok.suffix_ids) - q_tokens
     window = P * EXTRA_MULTIPLES + slack_min  # leftover lies in [window, window + max_piece)
@@ -261,7 +262,36 @@ def _render_item(plan: NeedlePlan, b: int) -> Iterator[dict]:
 
 
 def seam_samples(plan: NeedlePlan, n_items: int = 2) -> list[list[str]]:
-    """Real piece sequences covering every kind of seam, for :func:`check_seams`."""
+    """Real piece sequences covering every kind of seam inside a prompt, for
+    :func:`check_seams` (the seams after the header: :func:`opening_samples`)."""
+    content, filler, P = plan.content, plan.filler, plan.spec.modulus
+    pool = content.pool
+    seqs: list[list[str]] = []
+    for item in plan.items[:n_items]:
+        body = [pool[i] for i in item.body]
+        s = item.split
+        extra = int(plan.extra[item.base_id])
+        for delta in (0, P - 1):
+            seqs.append(
+                [*body[max(0, s - 2) : s]]
+                + [filler.line(plan.pad + extra + delta), item.needle.lead, item.needle.keyed]
+                + [filler.line(plan.pad + P - 1 - delta), *body[s : s + 2]]
+            )
+        seqs.append([*body[-2:], filler.line(item.leftover - extra), item.needle.question])
+    # every filler length between body pieces
+    a, b = pool[0], pool[min(1, len(pool) - 1)]
+    for k in range(filler.min_tokens, filler.max_tokens + 1):
+        seqs.append([a, filler.line(k), b])
+    # the pool in chunks, so that many real body/body seams are tested
+    step = 64
+    for start in range(0, min(len(pool), 64 * step), step):
+        seqs.append(list(pool[start : start + step]))
+    return [[p for p in seq if p] for seq in seqs]
+
+
+def opening_samples(plan: NeedlePlan, n_items: int = 2) -> list[list[str]]:
+    """Real piece sequences that open a prompt (the header, then what follows it), for
+    :func:`check_seams`."""
     content, filler, P = plan.content, plan.filler, plan.spec.modulus
     pool = content.pool
     seqs: list[list[str]] = []
@@ -273,18 +303,8 @@ def seam_samples(plan: NeedlePlan, n_items: int = 2) -> list[list[str]]:
             seqs.append(
                 [content.header, *body[max(0, s - 2) : s]]
                 + [filler.line(plan.pad + extra + delta), item.needle.lead, item.needle.keyed]
-                + [filler.line(plan.pad + P - 1 - delta), *body[s : s + 2]]
             )
-        seqs.append([*body[-2:], filler.line(item.leftover - extra), item.needle.question])
         seqs.append([content.header, *body[:64]])
-    # every filler length between body pieces
-    a, b = pool[0], pool[min(1, len(pool) - 1)]
-    for k in range(filler.min_tokens, filler.max_tokens + 1):
-        seqs.append([a, filler.line(k), b])
-    # the pool in chunks, so that many real body/body seams are tested
-    step = 64
-    for start in range(0, min(len(pool), 64 * step), step):
-        seqs.append(list(pool[start : start + step]))
     return [[p for p in seq if p] for seq in seqs]
 
 
@@ -305,7 +325,7 @@ def exact_check(plan: NeedlePlan, row: dict) -> None:
 def prepare(spec: SplitSpec, tok: PhaseTokenizer, content: NeedleContent) -> NeedlePlan:
     """Plan, check every seam kind on real pieces, and check one prompt on the exact path."""
     p = plan(spec, tok, content)
-    check_seams(tok, seam_samples(p), spec.family)
+    check_seams(tok, seam_samples(p), spec.family, opening=opening_samples(p))
     exact_check(p, next(p.render([0])))
     return p
 

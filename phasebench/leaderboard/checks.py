@@ -15,6 +15,7 @@ from phasebench.leaderboard.collect import RawSubmission, Refused
 from phasebench.leaderboard.regenerate import Regenerator
 from phasebench.lmeval.compat import DEFAULT_MAX_GEN_TOKS, doc_hash, hash_string
 from phasebench.rows import config_length, paired_unit
+from phasebench.tokenizer_behaviour import provenance_difference
 
 METRIC_TOLERANCE = 1e-9
 
@@ -195,7 +196,7 @@ def check_task(
     _check_limit(task, results_path, results, len(records))
     config = (results.get("configs") or {}).get(task) or {}
     docs = [_check_sample_shape(rec, path, i + 1) for i, rec in enumerate(records)]
-    _check_tokenizer(raw, path, docs, tok)
+    _check_tokenizer(raw, path, docs, tok, config)
     task_hash = "".join(r["doc_hash"] + r["prompt_hash"] + r["target_hash"] for r in records)
     reported_hash = (results.get("task_hashes") or {}).get(task)
     if reported_hash and hash_string(task_hash) != reported_hash:
@@ -256,7 +257,11 @@ def check_task(
     return frame, context.longest
 
 
-def _check_tokenizer(raw: RawSubmission, path: Path, docs: Sequence[dict], tok: Any) -> None:
+def _check_tokenizer(
+    raw: RawSubmission, path: Path, docs: Sequence[dict], tok: Any, config: Mapping[str, Any]
+) -> None:
+    """The samples carry this tokenizer's fingerprint and, where the run recorded how its
+    tokenizer encoded the probe text, this install encodes it the same way."""
     fingerprints = {d.get("tokenizer_fingerprint") for d in docs}
     if fingerprints != {tok.fingerprint}:
         raise Refused(
@@ -265,6 +270,8 @@ def _check_tokenizer(raw: RawSubmission, path: Path, docs: Sequence[dict], tok: 
             f"samples were made with tokenizer {sorted(map(str, fingerprints))}, but "
             f"{raw.meta['tokenizer']['name']} here is {tok.fingerprint}",
         )
+    if why := provenance_difference((config.get("metadata") or {}).get("phasebench"), tok):
+        raise Refused("tokenizer", path, f"the run's tokenizer differs: {why}")
 
 
 class _TaskContext:

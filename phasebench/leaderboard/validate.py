@@ -11,6 +11,7 @@ Rules (each refusal names one of them and the file):
 ``limit``       no ``--limit``: lm-eval's effective sample count equals the original one
 ``count``       every phase of every length is present, each base item at every phase, no extras
 ``tokenizer``   the named tokenizer loads here and has the fingerprint the samples carry
+                and, where the run recorded it, encodes the probe text as the run's did
 ``hash``        doc, prompt and target hashes equal those of the prompts this phasebench
                 generates for that spec and tokenizer (so unverifiable data is refused)
 ``metric``      per-sample metrics recomputed from the responses, and the aggregate metrics

@@ -22,7 +22,7 @@ from typing import Any
 from phasebench._version import GENERATOR_VERSION
 from phasebench.errors import EvalError, SpecError, TokenizerError
 from phasebench.specs import FAMILIES, TOKENIZER_ARG_NAMES, SplitSpec
-from phasebench.tokenization import PhaseTokenizer, load_tokenizer
+from phasebench.tokenization import PhaseTokenizer, encoding_difference, load_tokenizer
 
 DEFAULT_LENGTHS = (4096,)
 DEFAULT_MODULUS = 8
@@ -114,7 +114,7 @@ def cached_config(spec: SplitSpec, tok: PhaseTokenizer, root: Path | None = None
 
     root = root or cache_root()
     text = json.dumps(
-        {"spec": spec.to_dict(), "fingerprint": tok.fingerprint, "generator": GENERATOR_VERSION},
+        {"spec": spec.to_dict(), "fingerprint": tok.encoding_key, "generator": GENERATOR_VERSION},
         sort_keys=True,
     )
     key = hashlib.sha256(text.encode()).hexdigest()[:20]
@@ -160,7 +160,7 @@ def prebuilt_folders(
         by_length.setdefault(int(manifest["spec"]["length"]), []).append((folder, manifest))
     chosen = []
     for length in sorted(by_length):
-        mine = [f for f, m in by_length[length] if m["tokenizer"]["fingerprint"] == tok.fingerprint]
+        mine = [f for f, m in by_length[length] if not encoding_difference(m["tokenizer"], tok)]
         if not mine:
             check_fingerprint(by_length[length][0][1], tok)  # raises the one-line refusal
         chosen.extend(mine)
@@ -216,6 +216,7 @@ def provenance(split: LoadedSplit) -> list[dict]:
             "generator_version": m["generator_version"],
             "phasebench_version": m["phasebench_version"],
             "tokenizer_fingerprint": m["tokenizer"]["fingerprint"],
+            "tokenizer_behaviour": m["tokenizer"].get("behaviour"),
             "spec": m["spec"],
             "anchor_offset": split.anchor_offset,
         }
