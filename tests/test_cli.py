@@ -89,3 +89,78 @@ def test_verify_exit_1_on_violation(tmp_path, capsys):
     manifest.write_text(manifest.read_text().replace('"rows": 128', '"rows": 129'))
     assert main(["verify", str(out), "--quiet"]) == 1
     assert "FAILED" in capsys.readouterr().out
+
+
+# -- the command line as a program ------------------------------------------------------------
+
+
+def _subcommands(parser):
+    import argparse
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield name, sub
+                for inner, nested in _subcommands(sub):
+                    yield f"{name} {inner}", nested
+
+
+def test_building_the_parser_imports_no_heavy_library():
+    """``--help`` and ``tasks-dir`` must answer at once (tasks-dir runs inside every documented
+    lm_eval command): building the parser imports neither torch nor transformers nor scipy."""
+    code = (
+        "import sys\n"
+        "from phasebench.cli import build_parser\n"
+        "build_parser()\n"
+        "heavy = ('torch', 'transformers', 'scipy', 'lm_eval', 'datasets', 'pyarrow', 'pandas')\n"
+        "print(','.join(m for m in heavy if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == ""
+
+
+def test_help_and_tasks_dir_work_without_torch():
+    code = (
+        "import sys\n"
+        "sys.modules['torch'] = None  # any import of torch now fails\n"
+        "from phasebench.cli import main\n"
+        "assert main(['--help']) == 0\n"
+        "assert main(['generate', '--help']) == 0\n"
+        "assert main(['reference', 'train', '--help']) == 0\n"
+        "assert main(['tasks-dir']) == 0\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "phasebench_kv.yaml" not in done.stdout and done.stdout.strip().endswith("tasks")
+
+
+def test_every_option_has_help_and_shows_its_default():
+    from phasebench.cli import build_parser
+
+    missing = []
+    for name, sub in _subcommands(build_parser()):
+        for action in sub._actions:
+            if action.dest in ("help", "version") or not action.option_strings:
+                continue
+            if not action.help:
+                missing.append(f"{name} {action.option_strings[0]}")
+    assert not missing, missing
+    generate = build_parser()._subparsers._group_actions[0].choices["generate"]
+    help_text = " ".join(generate.format_help().split())
+    assert "(default: 8)" in help_text and "(default: deepseek-v4)" in help_text
+
+
+def test_version_and_python_dash_m(capsys):
+    from phasebench import __version__
+
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"phasebench {__version__}"
+    done = run_cli("--version")
+    assert done.returncode == 0 and done.stdout.strip() == f"phasebench {__version__}"
+
+
+def test_a_usage_error_is_one_line(capsys):
+    assert main(["generate", "kv", "--out", "x", "--num-proc", "zero"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "--num-proc" in err and "Traceback" not in err

@@ -34,7 +34,8 @@ REPORTED_NOTE = "reported, not reproduced"
 
 
 def _clean(value: Any) -> Any:
-    """JSON-ready and stable: numpy scalars to Python, non-finite to None, floats rounded."""
+    """JSON-ready: numpy scalars to Python, non-finite to None; floats kept exactly as computed
+    (the same numbers as lm-eval's results and `phasebench report`; the site rounds for display)."""
     if isinstance(value, dict):
         return {str(k): _clean(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -42,7 +43,7 @@ def _clean(value: Any) -> Any:
     if isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, float):
-        return round(value, 6) if math.isfinite(value) else None
+        return value if math.isfinite(value) else None
     return value
 
 
