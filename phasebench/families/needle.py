@@ -261,23 +261,31 @@ def _render_item(plan: NeedlePlan, b: int) -> Iterator[dict]:
     yield from rows
 
 
+def _needle_runs(plan: NeedlePlan, n_items: int, head: Sequence[str]):
+    """For the first items, at the first and the last phase: ``head``, the two body pieces
+    before the needle, the filler before it, the needle, and the filler and body after it (the
+    last two in a separate list, since an opening sequence stops at the needle)."""
+    filler, P, pool = plan.filler, plan.spec.modulus, plan.content.pool
+    for item in plan.items[:n_items]:
+        body = [pool[i] for i in item.body]
+        s, extra = item.split, int(plan.extra[item.base_id])
+        for delta in (0, P - 1):
+            before = [*head, *body[max(0, s - 2) : s]]
+            before += [filler.line(plan.pad + extra + delta), item.needle.lead, item.needle.keyed]
+            after = [filler.line(plan.pad + P - 1 - delta), *body[s : s + 2]]
+            yield before, after
+
+
 def seam_samples(plan: NeedlePlan, n_items: int = 2) -> list[list[str]]:
     """Real piece sequences covering every kind of seam inside a prompt, for
     :func:`check_seams` (the seams after the header: :func:`opening_samples`)."""
-    content, filler, P = plan.content, plan.filler, plan.spec.modulus
-    pool = content.pool
+    filler, pool = plan.filler, plan.content.pool
     seqs: list[list[str]] = []
+    seqs += [before + after for before, after in _needle_runs(plan, n_items, head=())]
     for item in plan.items[:n_items]:
-        body = [pool[i] for i in item.body]
-        s = item.split
+        tail = [pool[i] for i in item.body[-2:]]
         extra = int(plan.extra[item.base_id])
-        for delta in (0, P - 1):
-            seqs.append(
-                [*body[max(0, s - 2) : s]]
-                + [filler.line(plan.pad + extra + delta), item.needle.lead, item.needle.keyed]
-                + [filler.line(plan.pad + P - 1 - delta), *body[s : s + 2]]
-            )
-        seqs.append([*body[-2:], filler.line(item.leftover - extra), item.needle.question])
+        seqs.append([*tail, filler.line(item.leftover - extra), item.needle.question])
     # every filler length between body pieces
     a, b = pool[0], pool[min(1, len(pool) - 1)]
     for k in range(filler.min_tokens, filler.max_tokens + 1):
@@ -292,19 +300,10 @@ def seam_samples(plan: NeedlePlan, n_items: int = 2) -> list[list[str]]:
 def opening_samples(plan: NeedlePlan, n_items: int = 2) -> list[list[str]]:
     """Real piece sequences that open a prompt (the header, then what follows it), for
     :func:`check_seams`."""
-    content, filler, P = plan.content, plan.filler, plan.spec.modulus
-    pool = content.pool
-    seqs: list[list[str]] = []
-    for item in plan.items[:n_items]:
-        body = [pool[i] for i in item.body]
-        s = item.split
-        extra = int(plan.extra[item.base_id])
-        for delta in (0, P - 1):
-            seqs.append(
-                [content.header, *body[max(0, s - 2) : s]]
-                + [filler.line(plan.pad + extra + delta), item.needle.lead, item.needle.keyed]
-            )
-        seqs.append([content.header, *body[:64]])
+    header = plan.content.header
+    seqs = [before for before, _ in _needle_runs(plan, n_items, head=(header,))]
+    seqs += [[header, *[plan.content.pool[i] for i in item.body[:64]]]
+             for item in plan.items[:n_items]]  # fmt: skip
     return [[p for p in seq if p] for seq in seqs]
 
 
