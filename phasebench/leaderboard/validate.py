@@ -232,6 +232,10 @@ def validate_all(
     ``incumbents`` names the submissions an earlier board published: they were there first
     (:func:`~phasebench.leaderboard.identity.drop_superseded_and_duplicates`). ``read_limits``
     replaces the caps on samples files (:data:`~phasebench.leaderboard.collect.SAMPLE_LIMITS`).
+
+    The validating processes come from a ``multiprocessing`` fork server, so, as with any
+    ``multiprocessing`` start method but ``fork``, a script that calls this must do so under
+    ``if __name__ == "__main__":`` (the command line and pytest already do).
     """
     root = Path(root)
     if not root.is_dir():
