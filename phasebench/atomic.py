@@ -17,12 +17,23 @@ from pathlib import Path
 
 from phasebench.errors import OutputError
 
-__all__ = ["atomic_write_bytes", "atomic_write_text", "check_writable_dir", "staged_folder"]
+__all__ = [
+    "atomic_write_bytes",
+    "atomic_write_text",
+    "check_replaceable",
+    "check_writable_dir",
+    "check_writable_file",
+    "staged_folder",
+]
 
 
 def atomic_write_bytes(path: Path | str, data: bytes, mode: int = 0o644) -> Path:
-    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename."""
+    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename.
+
+    Only a regular file is ever replaced: a rename over a device, a pipe or a folder (as root,
+    ``/dev/null`` would become a file) is refused with :class:`OutputError`."""
     path = Path(path)
+    _refuse_non_regular(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -41,6 +52,25 @@ def atomic_write_text(path: Path | str, text: str) -> Path:
     return atomic_write_bytes(path, text.encode("utf-8"))
 
 
+def _refuse_non_regular(path: Path, what: str = "output") -> None:
+    if path.exists() and not path.is_file():
+        raise OutputError(
+            f"{what} {str(path)!r} exists and is not a regular file; it is never replaced"
+        )
+
+
+def check_writable_file(path: Path | str, what: str = "output") -> Path:
+    """``path`` can be written as a file, checked before any work: its folder exists (it is not
+    created) and nothing but a regular file stands at ``path``. Raises :class:`OutputError`."""
+    path = Path(path)
+    _refuse_non_regular(path, what)
+    parent = path.parent
+    if not parent.is_dir():
+        what_is = "is not a folder" if parent.exists() else "does not exist"
+        raise OutputError(f"{what} {str(path)!r}: the folder {str(parent)!r} {what_is}")
+    return path
+
+
 def check_writable_dir(path: Path | str, what: str = "--out") -> Path:
     """``path`` can become a folder: it is one, or it does not exist and no file stands in the
     way of its parents. Raises :class:`OutputError` naming ``what`` otherwise."""
@@ -57,6 +87,20 @@ def check_writable_dir(path: Path | str, what: str = "--out") -> Path:
     return path
 
 
+def check_replaceable(target: Path | str, marker: str | None, what: str = "--out") -> Path:
+    """``target`` may be (re)built by :func:`staged_folder`: it can become a folder, and if it
+    exists and holds anything, it holds ``marker`` (it was made by the same command). Returns
+    the resolved path; raises :class:`OutputError` before any work otherwise."""
+    target = check_writable_dir(Path(target).resolve(), what)
+    if target.exists() and any(target.iterdir()):
+        if marker is None or not (target / marker).is_file():
+            raise OutputError(
+                f"{what} {str(target)!r} exists and was not made by this command (no "
+                f"{marker or 'marker'} file); choose an empty or new folder"
+            )
+    return target
+
+
 @contextmanager
 def staged_folder(target: Path | str, marker: str | None = None) -> Iterator[Path]:
     """Build a folder beside ``target`` and swap it in when the block ends without error.
@@ -66,13 +110,7 @@ def staged_folder(target: Path | str, marker: str | None = None) -> Iterator[Pat
     refused before any work starts. On failure the staging folder is removed and ``target`` is
     left as it was.
     """
-    target = check_writable_dir(Path(target).resolve())
-    if target.exists() and any(target.iterdir()):
-        if marker is None or not (target / marker).is_file():
-            raise OutputError(
-                f"{str(target)!r} exists and was not made by this command (no {marker or 'marker'}"
-                f" file); choose an empty or new folder"
-            )
+    target = check_replaceable(target, marker)
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.staging-"))
     try:

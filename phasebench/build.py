@@ -8,17 +8,27 @@ Layout of an output folder::
 
 Chunks are cut by the spec alone, never by ``--shard`` or ``--num-proc``, so every way of running
 the job writes byte-identical files. Each file is written to a temporary name and renamed;
-the manifest is written only when every chunk of the config exists.
+the manifest is written only when every chunk of the config exists. An unsharded run builds each
+config in a hidden folder beside its target (``OUT/.<config>.staging-*``) and swaps it in when
+every config of the run is complete, so an interrupted ``--overwrite`` keeps the previous
+complete config; a folder that ``generate`` did not make is never replaced.
+
+Whatever reads a config checks it: :func:`read_manifest` refuses a manifest of the wrong shape or
+one naming a data file that is not a plain name inside the folder, and :func:`iter_rows` with
+``check=True`` refuses rows that do not hash to the manifest's content hash.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import hashlib
 import json
 import multiprocessing
 import os
+import re
 import shutil
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,7 +37,7 @@ import pyarrow.parquet as pq
 from tqdm.auto import tqdm
 
 from phasebench._version import GENERATOR_VERSION, __version__
-from phasebench.atomic import atomic_write_text
+from phasebench.atomic import atomic_write_text, check_writable_dir, staged_folder
 from phasebench.errors import OutputError, SpecError, SplitError
 from phasebench.families import Family, SplitPlan, get_family
 from phasebench.rows import row_schema
@@ -39,6 +49,11 @@ MANIFEST = "manifest.json"
 MANIFEST_KEYS = ("config", "spec", "tokenizer", "rows", "files", "content_hash", "balance")
 SPEC_FILE = "spec.json"
 HASH_KEY = b"phasebench_content_sha256"
+#: A data file named by a manifest: a plain file name inside the config folder.
+DATA_FILE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,200}\.parquet$")
+MAX_MANIFEST_BYTES = 16 * 1024 * 1024
+#: Prefix of the folders ``generate`` builds a config in before swapping it into place.
+STAGING_MARK = ".staging-"
 
 
 def units_per_chunk(spec: SplitSpec, rows_per_unit: int | None = None) -> int:
@@ -109,10 +124,9 @@ def _write_chunk(i: int) -> int:
 
 def check_out_dir(out: Path, specs: Sequence[SplitSpec], overwrite: bool, sharded: bool) -> None:
     """Refuse an existing, non-empty output folder unless it is ours to extend or replace."""
+    check_writable_dir(out)
     if not out.exists() or overwrite:
         return
-    if not out.is_dir():
-        raise OutputError(f"output path {str(out)!r} exists and is not a folder")
     entries = [p for p in out.iterdir() if not p.name.startswith(".")]
     if not entries:
         return
@@ -164,29 +178,58 @@ def generate(
     for spec in specs:  # plan everything before writing anything: bad input writes nothing
         family = get_family(spec)
         jobs.append(_Job(spec, family.prepare(spec, tok), family, out / spec.config_name))
+    if shard == (0, 1):
+        _generate_staged(jobs, out, num_proc, progress, tok)
+    else:
+        _generate_shard(jobs, shard, num_proc, progress, tok)
+    return [job.folder for job in jobs]
+
+
+def _generate_staged(
+    jobs: Sequence[_Job], out: Path, num_proc: int, progress: bool, tok: PhaseTokenizer
+) -> None:
+    """Every config is built in a folder beside its target and swapped in once all of them are
+    complete: an interrupted run leaves the previous configs (and nothing new) behind. A
+    target is replaced only if ``generate`` made it (it holds ``spec.json``) or it is empty."""
+    for job in jobs:
+        folder = job.folder
+        if folder.is_dir() and any(folder.iterdir()) and not (folder / SPEC_FILE).is_file():
+            raise OutputError(
+                f"{str(folder)!r} is not a phasebench config made by `generate` (no {SPEC_FILE})"
+                f"; it is never replaced: move it away or choose another --out"
+            )
     created_out = not out.exists()
-    folders: list[Path] = []
     try:
-        for job in jobs:
-            if overwrite and shard == (0, 1) and job.folder.exists():
-                shutil.rmtree(job.folder)
-            job.folder.mkdir(parents=True, exist_ok=True)
-            folders.append(job.folder)
-            (job.folder / MANIFEST).unlink(missing_ok=True)
-            spec_text = json.dumps(job.spec.to_dict(), indent=2) + "\n"
-            atomic_write_text(job.folder / SPEC_FILE, spec_text)
-            mine = [i for i in range(job.n_chunks) if i % shard[1] == shard[0]]
-            _run_chunks(job, mine, num_proc, progress)
-            if all(job.chunk_path(i).exists() for i in range(job.n_chunks)):
-                write_manifest(job, tok)
+        with contextlib.ExitStack() as stack:
+            for job in jobs:
+                staging = stack.enter_context(staged_folder(job.folder, marker=SPEC_FILE))
+                _build_config(dataclasses.replace(job, folder=staging), num_proc, progress, tok)
     except BaseException:
-        if shard == (0, 1):  # an unsharded run leaves nothing half-written behind
-            for folder in folders:
-                shutil.rmtree(folder, ignore_errors=True)
-            if created_out:
-                shutil.rmtree(out, ignore_errors=True)
+        if created_out:
+            shutil.rmtree(out, ignore_errors=True)
         raise
-    return folders
+
+
+def _generate_shard(
+    jobs: Sequence[_Job], shard: tuple[int, int], num_proc: int, progress: bool, tok
+) -> None:
+    """Chunks ``i, i+n, ...`` of every config, written in place; whichever run completes a
+    config writes its manifest."""
+    for job in jobs:
+        job.folder.mkdir(parents=True, exist_ok=True)
+        (job.folder / MANIFEST).unlink(missing_ok=True)
+        mine = [i for i in range(job.n_chunks) if i % shard[1] == shard[0]]
+        _build_config(job, num_proc, progress, tok, mine)
+
+
+def _build_config(
+    job: _Job, num_proc: int, progress: bool, tok: PhaseTokenizer, chunks: list[int] | None = None
+) -> None:
+    spec_text = json.dumps(job.spec.to_dict(), indent=2) + "\n"
+    atomic_write_text(job.folder / SPEC_FILE, spec_text)
+    _run_chunks(job, list(range(job.n_chunks)) if chunks is None else chunks, num_proc, progress)
+    if all(job.chunk_path(i).exists() for i in range(job.n_chunks)):
+        write_manifest(job, tok)
 
 
 def _run_chunks(job: _Job, chunks: list[int], num_proc: int, progress: bool) -> None:
@@ -239,7 +282,9 @@ def write_manifest(job: _Job, tok: PhaseTokenizer) -> Path:
 
 
 def read_manifest(folder: Path | str) -> dict:
-    """The manifest of a complete config folder, or a clear error."""
+    """The manifest of a complete config folder, checked for shape: every key present with its
+    type, and every data file a plain ``*.parquet`` name inside the folder. A clear
+    :class:`SplitError` otherwise."""
     folder = Path(folder)
     path = folder / MANIFEST
     if not path.is_file():
@@ -247,32 +292,116 @@ def read_manifest(folder: Path | str) -> dict:
             f"{str(folder)!r} is not a complete phasebench config (no {MANIFEST}); "
             f"generate it with `phasebench generate`"
         )
+    if path.stat().st_size > MAX_MANIFEST_BYTES:
+        raise SplitError(f"{path} is larger than {MAX_MANIFEST_BYTES} bytes; not a manifest")
     try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
+        manifest = json.loads(path.read_bytes().decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise SplitError(f"{path} is not a readable manifest ({type(exc).__name__})") from None
     missing = [k for k in MANIFEST_KEYS if not isinstance(manifest, dict) or k not in manifest]
     if missing:
         raise SplitError(f"{path} is not a phasebench manifest (no {', '.join(missing)})")
+    if problem := _manifest_problem(manifest):
+        raise SplitError(f"{path}: {problem}; regenerate the config with `phasebench generate`")
     return manifest
 
 
+def _count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _manifest_problem(manifest: dict) -> str | None:
+    """What is wrong with the shape of a manifest that has every key, or None."""
+    for key, kind in (("config", str), ("spec", dict), ("tokenizer", dict), ("files", list),
+                      ("content_hash", str), ("balance", dict)):  # fmt: skip
+        if not isinstance(manifest[key], kind):
+            return f"{key} must be a {kind.__name__}"
+    if not _count(manifest["rows"]):
+        return "rows must be a count"
+    if not all(isinstance(manifest["tokenizer"].get(k), str) for k in ("name", "fingerprint")):
+        return "tokenizer needs a name and a fingerprint"
+    if not manifest["files"]:
+        return "files lists no data file"
+    for i, entry in enumerate(manifest["files"]):
+        if not isinstance(entry, dict):
+            return f"files[{i}] must be a mapping"
+        name = entry.get("path")
+        if not isinstance(name, str) or not DATA_FILE.match(name):
+            return f"files[{i}].path {ascii(name)[:80]} is not a plain file name inside the folder"
+        if not _count(entry.get("rows")) or not isinstance(entry.get("content_sha256"), str):
+            return f"files[{i}] needs rows and content_sha256"
+    return None
+
+
+def is_partial(folder: Path) -> bool:
+    """A folder ``generate`` started but did not complete: it holds ``spec.json`` or data files
+    but no manifest, or it is a staging folder left by an interrupted run."""
+    if not folder.is_dir() or folder.is_symlink() or (folder / MANIFEST).exists():
+        return False
+    if folder.name.startswith(".") and STAGING_MARK in folder.name:
+        return True
+    return (folder / SPEC_FILE).exists() or any(folder.glob("*.parquet"))
+
+
 def config_folders(path: Path | str) -> list[Path]:
-    """``path`` itself if it is a config folder, else its complete config sub-folders."""
+    """``path`` itself if it is a config folder, else its complete config sub-folders (hidden
+    ones, such as a staging folder of ``generate``, are never configs)."""
     path = Path(path)
     if (path / MANIFEST).exists():
         return [path]
     if not path.is_dir():
         raise SplitError(f"{str(path)!r} is not a folder")
-    found = sorted(p for p in path.iterdir() if (p / MANIFEST).exists())
+    found = sorted(
+        p for p in path.iterdir() if not p.name.startswith(".") and (p / MANIFEST).exists()
+    )
     if not found:
-        raise SplitError(f"no complete phasebench config under {str(path)!r}")
+        partial = partial_configs(path)
+        hint = f" (partial: {', '.join(p.name for p in partial)})" if partial else ""
+        raise SplitError(f"no complete phasebench config under {str(path)!r}{hint}")
     return found
 
 
-def iter_rows(folder: Path | str, columns: Sequence[str] | None = None) -> Iterable[dict]:
-    """Stream the rows of a config folder in order, one file at a time."""
+def partial_configs(path: Path | str) -> list[Path]:
+    """Configs under ``path`` (or ``path`` itself) that ``generate`` did not complete."""
+    path = Path(path)
+    if is_partial(path) and not path.name.startswith("."):
+        return [path]
+    if not path.is_dir() or (path / MANIFEST).exists():
+        return []
+    return sorted(p for p in path.iterdir() if is_partial(p))
+
+
+def _read_table(path: Path, columns: Sequence[str] | None = None) -> pa.Table:
+    try:
+        return pq.read_table(path, columns=columns)
+    except (OSError, pa.ArrowException) as exc:
+        first = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else ""
+        raise SplitError(
+            f"{path} is not a readable parquet file ({type(exc).__name__}: {first}); "
+            f"regenerate the config"
+        ) from None
+
+
+def iter_rows(
+    folder: Path | str, columns: Sequence[str] | None = None, *, check: bool = False
+) -> Iterator[dict]:
+    """Stream the rows of a config folder in order, one file at a time.
+
+    With ``check`` every file's rows must hash to the content hash its manifest entry and its
+    own metadata record (a changed prompt is refused with :class:`SplitError`); ``check`` reads
+    whole rows, so it takes no ``columns``."""
+    if check and columns is not None:
+        raise ValueError("check=True reads whole rows; give no columns")
     manifest = read_manifest(folder)
     for entry in manifest["files"]:
-        table = pq.read_table(Path(folder) / entry["path"], columns=columns)
-        yield from table.to_pylist()
+        path = Path(folder) / entry["path"]
+        table = _read_table(path, columns)
+        rows = table.to_pylist()
+        if check:
+            stored = (table.schema.metadata or {}).get(HASH_KEY, b"").decode()
+            if not (content_hash(rows) == stored == entry["content_sha256"]):
+                raise SplitError(
+                    f"{path}: the rows do not match the manifest's content hash; the config "
+                    f"was changed after it was built"
+                )
+        yield from rows

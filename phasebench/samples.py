@@ -59,7 +59,8 @@ class LogError(SamplesError):
 @dataclass(frozen=True)
 class ReadLimits:
     """Caps checked while a samples file is streamed (decompressed bytes, one line, lines,
-    seconds). ``max_lines`` None means no cap on the count."""
+    seconds). ``max_lines`` None means no cap on the count; blank lines count against it, so
+    a small gzip of newlines is refused after ``max_lines`` of them, not after a billion."""
 
     max_bytes: int = 1024 * 1024 * 1024
     max_line_bytes: int = 64 * 1024 * 1024
@@ -97,23 +98,29 @@ def iter_samples(path: Path | str, limits: ReadLimits = DEFAULT_LIMITS) -> Itera
                 if not line:
                     break
                 total += len(line)
+                count += 1  # every line, blank ones too, is a line number and counts
                 if len(line) > limits.max_line_bytes:
                     raise LogError(
-                        "size", path, f"line {count + 1} is longer than {limits.max_line_bytes}"
+                        "size", path, f"line {count} is longer than {limits.max_line_bytes} bytes"
                     )
                 if total > limits.max_bytes:
                     raise LogError("size", path, f"more than {limits.max_bytes} bytes of samples")
+                if limits.max_lines is not None and count > limits.max_lines:
+                    raise LogError(
+                        "size",
+                        path,
+                        f"more than {limits.max_lines} lines (blank ones count too) where "
+                        f"{limits.max_lines} samples are expected",
+                    )
                 if time.monotonic() - start > limits.max_seconds:
                     raise LogError("size", path, f"reading took over {limits.max_seconds:.0f} s")
                 if not line.strip():
                     continue
-                count += 1
-                if limits.max_lines is not None and count > limits.max_lines:
-                    raise LogError("size", path, f"more than {limits.max_lines} samples")
                 try:
                     record = json.loads(line.decode("utf-8"), parse_constant=_reject_constant)
                 except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-                    raise LogError("json", path, f"line {count}: not valid JSON ({exc})") from None
+                    why = " ".join(str(exc).split())[:200]
+                    raise LogError("json", path, f"line {count}: not valid JSON ({why})") from None
                 if not isinstance(record, dict):
                     raise LogError("json", path, f"line {count}: a sample must be a JSON object")
                 yield record

@@ -7,6 +7,7 @@ from pathlib import Path
 import pandas as pd
 
 from phasebench.build import iter_rows, read_manifest
+from phasebench.errors import SplitError
 
 BOLD, RESET = "\033[1;7m", "\033[0m"
 
@@ -48,8 +49,29 @@ def highlight(row: dict, context: int = 240, color: bool = True) -> str:
 
 
 def inspect_config(folder: Path | str, row_index: int = 0, color: bool = True) -> str:
+    """Row ``row_index`` of a config (its files checked against the manifest's content hash on
+    the way) with its needle marked, and the balance table; a :class:`SplitError` for a row out
+    of range or a damaged config."""
     manifest = read_manifest(folder)
-    row = next(r for i, r in enumerate(iter_rows(folder)) if i == row_index)
+    n = manifest["rows"]
+    if not 0 <= row_index < n:
+        raise SplitError(
+            f"row {row_index} is out of range: config {manifest['config']} has {n} rows "
+            f"(give --row 0..{n - 1})"
+        )
+    row = next((r for i, r in enumerate(iter_rows(folder, check=True)) if i == row_index), None)
+    if row is None:
+        raise SplitError(f"{str(folder)!r} holds fewer rows than its manifest's {n}")
+    try:
+        return _describe(manifest, row, color)
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        raise SplitError(
+            f"{str(folder)!r}: the manifest or row lacks a field ({type(exc).__name__}: {exc}); "
+            f"regenerate the config"
+        ) from None
+
+
+def _describe(manifest: dict, row: dict, color: bool) -> str:
     bal = manifest["balance"]
     head = [
         f"config {manifest['config']}  ({manifest['rows']} rows, tokenizer "

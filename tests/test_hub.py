@@ -176,8 +176,16 @@ def test_refuses_non_empty_out_and_overwrites_atomically(generated, tmp_path, ca
     err = capsys.readouterr().err
     assert "not empty" in err and "--overwrite" in err and "Traceback" not in err
     assert tree(out) == {"keep.txt": b"mine"}
+    # --overwrite replaces an earlier repository folder, never a folder publish did not make
+    assert main(["publish", str(generated), "--out", str(out), "--overwrite"]) == 2
+    assert "was not made by `phasebench publish`" in capsys.readouterr().err
+    assert tree(out) == {"keep.txt": b"mine"}
+    (out / "keep.txt").unlink()
+    assert main(["publish", str(generated), "--out", str(out)]) == 0
+    first = tree(out)
+    (out / "data.txt").write_text("stale")  # inside an earlier repository folder: replaced
     assert main(["publish", str(generated), "--out", str(out), "--overwrite"]) == 0
-    assert "keep.txt" not in tree(out) and hub.repo_problems(out) == []
+    assert tree(out) == first and hub.repo_problems(out) == []
     assert [p.name for p in tmp_path.iterdir()] == ["out"]  # no temp folder left behind
 
 

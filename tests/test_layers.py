@@ -114,3 +114,17 @@ def test_the_layer_check_sees_an_upward_import(tmp_path):
     ((line, target),) = imports(source)
     assert (line, target) == (2, "phasebench.cli")
     assert layer_of(target) > layer_of("phasebench.build")
+
+
+def test_every_package_ships_in_the_wheel():
+    """``pyproject.toml`` lists the packages by hand (the resource packages need a mapping); a
+    new subpackage missing from the list would be absent from a non-editable install."""
+    import tomllib
+
+    config = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text(encoding="utf-8"))
+    listed = set(config["tool"]["setuptools"]["packages"])
+    found = {
+        ".".join(path.parent.relative_to(PACKAGE.parent).parts)
+        for path in PACKAGE.rglob("__init__.py")
+    }
+    assert found <= listed, sorted(found - listed)

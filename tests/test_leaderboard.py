@@ -182,9 +182,11 @@ def test_duplicates_are_refused_and_supersedes_replaces(tmp_path, rows, cache):
     assert len(outcome.accepted) == 1
     assert [p[0].rule for _, p in outcome.refused] == ["duplicate"]
     shutil.rmtree(tmp_path / "ACME__m")
-    make_submission(
+    newer = make_submission(
         tmp_path, rows, model="acme/m", revision="f" * 40, meta={"supersedes": REVISION}
     )
+    path = next(newer.glob("results_*.json"))  # a later run of the same submitter replaces it
+    path.write_text(path.read_text().replace('"date": 1795000000.0', '"date": 1795086400.0'))
     outcome = _one(tmp_path, cache)
     assert [s.meta["revision"] for s in outcome.accepted] == ["f" * 40]
     assert outcome.superseded and not outcome.refused
@@ -359,17 +361,19 @@ def test_shipped_copies_are_identical():
     ).read_bytes()
 
 
-def test_sample_size_caps_apply_to_decompressed_bytes(tmp_path, rows, cache, monkeypatch):
-    import phasebench.leaderboard.collect as collect
+def test_sample_size_caps_apply_to_decompressed_bytes(tmp_path, rows, cache):
+    from phasebench.samples import ReadLimits
 
     folder = make_submission(tmp_path / "raw", rows)
     packed = tmp_path / "subs" / "acme__phase-model" / REVISION
     pack(folder, packed, folder / "submission.yaml")
     size = len(gzip.decompress(next(packed.glob("samples_*.gz")).read_bytes()))
-    from phasebench.samples import ReadLimits
 
-    monkeypatch.setattr(collect, "SAMPLE_LIMITS", ReadLimits(max_bytes=size - 1))
-    rule, _, message = _refusal(tmp_path / "subs", cache)
-    assert rule == "size" and "bytes of samples" in message
-    monkeypatch.setattr(collect, "SAMPLE_LIMITS", ReadLimits(max_bytes=size, max_line_bytes=100))
-    assert _refusal(tmp_path / "subs", cache)[0] == "size"
+    def refusal(limits: ReadLimits):
+        outcome = validate_all(tmp_path / "subs", tasks=TASKS, cache=cache, read_limits=limits)
+        ((_, (problem,)),) = outcome.refused
+        return problem
+
+    problem = refusal(ReadLimits(max_bytes=size - 1))
+    assert problem.rule == "size" and "bytes of samples" in problem.message
+    assert refusal(ReadLimits(max_bytes=size, max_line_bytes=100)).rule == "size"

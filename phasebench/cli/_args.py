@@ -44,3 +44,14 @@ def shard(text: str) -> tuple[int, int]:
     if n < 1 or not 0 <= i < n:
         raise argparse.ArgumentTypeError(f"must satisfy 0 <= I < N (got {text!r})")
     return i, n
+
+
+def positive_float(text: str) -> float:
+    """A finite number > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number (got {text!r})") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0 (got {text})")
+    return value

@@ -1,4 +1,4 @@
-"""``phasebench leaderboard pack|validate|build``."""
+"""``phasebench leaderboard pack|validate|build|mark-reproduced``."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import json
 import os
 import sys
 from pathlib import Path
+
+from phasebench.cli import _args
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -33,6 +35,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     va.add_argument("path", help="a submissions folder or one submission folder")
     va.add_argument("--report", default=None, help="write the rejection report as JSON")
     va.add_argument("--cache", default=None, help="keep regenerated splits here")
+    _limits(va)
+    va.add_argument(
+        "--previous",
+        default=None,
+        help="leaderboard.json (or site folder) of the published board: its entries came first",
+    )
     va.add_argument("--quiet", action="store_true", help="no progress lines")
     va.set_defaults(run=_validate)
 
@@ -47,9 +55,54 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "it is an earlier phasebench site or empty",
     )
     bu.add_argument("--cache", default=None, help="keep regenerated splits here")
+    _limits(bu)
+    bu.add_argument(
+        "--previous",
+        default=None,
+        help="leaderboard.json (or site folder) of the published board, whose entries came "
+        "first (default: the earlier site in --out, if any)",
+    )
     bu.add_argument("--no-reported", action="store_true", help="leave out the published figures")
     bu.add_argument("--quiet", action="store_true", help="no progress lines")
     bu.set_defaults(run=_build)
+
+    mr = actions.add_parser(
+        "mark-reproduced",
+        help="record that a maintainer re-ran a submission (writes reproduced.yaml)",
+        description="After re-running a submission's model and getting its samples back, mark "
+        "it reproduced: reproduced.yaml names who, when and how, and the SHA-256 of every "
+        "results and samples file it vouches for (a later change voids the mark).",
+        formatter_class=HelpFormatter,
+    )
+    mr.add_argument("folder", help="the submission folder ORG__MODEL/REVISION")
+    mr.add_argument("--by", required=True, help="who re-ran it (shown on the site)")
+    mr.add_argument("--note", default="", help="how it was re-run (shown on the site)")
+    mr.add_argument("--replace", action="store_true", help="replace an earlier mark")
+    mr.set_defaults(run=_mark_reproduced)
+
+
+def _limits(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--memory-limit",
+        type=_args.positive_float,
+        default=4.0,
+        metavar="GIB",
+        help="memory each submission's validating process may use beyond the libraries it "
+        "starts with (address space, GiB)",
+    )
+    parser.add_argument(
+        "--time-limit",
+        type=_args.positive_float,
+        default=600.0,
+        metavar="SECONDS",
+        help="time each submission's validating process may take",
+    )
+
+
+def _limits_of(args: argparse.Namespace):
+    from phasebench.leaderboard.isolate import Limits
+
+    return Limits(memory=int(args.memory_limit * (1 << 30)), seconds=args.time_limit)
 
 
 def _offline() -> None:
@@ -71,11 +124,21 @@ def _pack(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from phasebench.atomic import atomic_write_text
+    from phasebench.atomic import atomic_write_text, check_writable_file
+    from phasebench.leaderboard.identity import incumbents_from
     from phasebench.leaderboard.validate import validate_all
 
     _offline()
-    outcome = validate_all(Path(args.path), cache=args.cache, on_progress=_progress(args.quiet))
+    if args.report:
+        check_writable_file(args.report, "--report")
+    previous = incumbents_from(args.previous) if args.previous else set()
+    outcome = validate_all(
+        Path(args.path),
+        cache=args.cache,
+        on_progress=_progress(args.quiet),
+        limits=_limits_of(args),
+        incumbents=previous,
+    )
     print("\n".join(outcome.report_lines()))
     if args.report:
         atomic_write_text(args.report, json.dumps(outcome.report_json(), indent=2) + "\n")
@@ -83,17 +146,40 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from phasebench.leaderboard.render import build_site
+    from phasebench.errors import SubmissionsError
+    from phasebench.leaderboard.identity import incumbents_from
+    from phasebench.leaderboard.render import SITE_MARKER, build_site, check_site_out
     from phasebench.leaderboard.score import load_reported, score
     from phasebench.leaderboard.validate import validate_all
 
     _offline()
+    submissions, out = Path(args.submissions), Path(args.out)
+    if not submissions.is_dir():
+        raise SubmissionsError(f"{str(submissions)!r} is not a folder of submissions")
+    check_site_out(out, submissions)  # before any work: never after minutes of validation
+    if args.previous:
+        previous = incumbents_from(args.previous)
+    elif (out / SITE_MARKER).is_file():
+        previous = incumbents_from(out)
+    else:
+        previous = set()
     outcome = validate_all(
-        Path(args.submissions), cache=args.cache, on_progress=_progress(args.quiet)
+        submissions,
+        cache=args.cache,
+        on_progress=_progress(args.quiet),
+        limits=_limits_of(args),
+        incumbents=previous,
     )
     reported = None if args.no_reported else load_reported()
     board = score(outcome, reported)
-    build_site(board, Path(args.out))
+    build_site(board, out)
     print("\n".join(outcome.report_lines()))
-    print(f"site: {Path(args.out) / 'index.html'}")
+    print(f"site: {out / 'index.html'}")
+    return 0
+
+
+def _mark_reproduced(args: argparse.Namespace) -> int:
+    from phasebench.leaderboard.reproduced import mark_reproduced
+
+    print(mark_reproduced(args.folder, args.by, args.note, replace=args.replace))
     return 0

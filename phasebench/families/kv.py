@@ -52,14 +52,7 @@ def content(spec: SplitSpec) -> engine.NeedleContent:
             code = int(r.integers(0, KEY_SPACE))
             if code not in taken:
                 break
-        key, value = key_text(code), str(int(r.integers(10_000, 100_000)))
-        return engine.Needle(
-            lead="",
-            keyed=record(key, value),
-            key=key,
-            answer=value,
-            question=templates.render("kv/question.j2", key=key),
-        )
+        return needle(key_text(code), str(int(r.integers(10_000, 100_000))))
 
     def draw_body(r: np.random.Generator, n: int) -> np.ndarray:
         return r.choice(size, size=min(n, size), replace=False)
@@ -72,8 +65,26 @@ def content(spec: SplitSpec) -> engine.NeedleContent:
     )
 
 
+def needle(key: str, value: str) -> engine.Needle:
+    """The needle record for ``key`` and its ``value``, and the question asking for it."""
+    return engine.Needle(
+        lead="",
+        keyed=record(key, value),
+        key=key,
+        answer=value,
+        question=templates.render("kv/question.j2", key=key),
+    )
+
+
+def verify_row(tok: PhaseTokenizer, row: dict) -> list[str]:
+    """The engine's exact-path checks, and the needle read back from the prompt: the record
+    for the row's key states the row's answer, and the question asks for that key."""
+    return engine.verify_row(tok, row) + engine.needle_problems(
+        row, needle(row["needle_key"], row["answer"])
+    )
+
+
 exact_check = engine.exact_check
-verify_row = engine.verify_row
 verify_config = engine.verify_config
 EXTRA_FIELDS: tuple = ()
 

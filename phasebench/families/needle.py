@@ -345,6 +345,33 @@ def verify_row(tok: PhaseTokenizer, row: dict) -> list[str]:
     return problems
 
 
+def needle_problems(row: dict, needle: Needle) -> list[str]:
+    """What a row claims about its needle, checked in the prompt text (independent of any
+    hash, so a prompt edited with its hashes recomputed is still caught): the needle's key
+    occurs exactly once before the question, the needle at ``key_char`` reads exactly as
+    ``needle`` (so the value stated for the key is the row's answer), and the question that
+    ends the prompt asks for that key. ``needle`` is the family's rendering of the row's key
+    and answer."""
+    problems = []
+    prompt, key = row["prompt"], row["needle_key"]
+    question_at = row["question_char"]
+    context = prompt[:question_at] if 0 <= question_at <= len(prompt) else prompt
+    if context.count(key) != 1:
+        problems.append(
+            f"needle key {key!r} occurs {context.count(key)} times before the question, not once"
+        )
+    start = row["key_char"] - needle.keyed.index(needle.key)
+    found = prompt[max(0, start) : max(0, start) + len(needle.keyed)]
+    if start < 0 or found != needle.keyed or not prompt[:start].endswith(needle.lead):
+        problems.append(
+            f"the needle reads {found!r}, not {needle.keyed!r}: the prompt does not give the "
+            f"answer {row['answer']!r} for its key"
+        )
+    if prompt[question_at:] != needle.question:
+        problems.append(f"the question does not ask for the needle's key {key!r}")
+    return problems
+
+
 def verify_config(spec: SplitSpec, meta: dict) -> list[str]:
     """Config-level claims of a kv/niah config: every prompt has the spec's length, the
     question starts at one token index, and every base item is rendered exactly once at every

@@ -237,14 +237,7 @@ def content(spec: SplitSpec, tok: PhaseTokenizer) -> engine.NeedleContent:
                 break
         else:
             raise AssemblyError("every drawn needle key occurs in the haystack")
-        value = str(int(r.integers(1_000_000, 10_000_000)))
-        return engine.Needle(
-            lead=templates.render("niah/needle.j2", part="lead", key=key, value=value),
-            keyed=templates.render("niah/needle.j2", part="keyed", key=key, value=value),
-            key=key,
-            answer=value,
-            question=templates.render("niah/question.j2", key=key),
-        )
+        return needle(key, str(int(r.integers(1_000_000, 10_000_000))))
 
     return engine.NeedleContent(
         header=header,
@@ -258,8 +251,26 @@ def content(spec: SplitSpec, tok: PhaseTokenizer) -> engine.NeedleContent:
     )
 
 
+def needle(key: str, value: str) -> engine.Needle:
+    """The needle sentence for ``key`` and its ``value``, and the question asking for it."""
+    return engine.Needle(
+        lead=templates.render("niah/needle.j2", part="lead", key=key, value=value),
+        keyed=templates.render("niah/needle.j2", part="keyed", key=key, value=value),
+        key=key,
+        answer=value,
+        question=templates.render("niah/question.j2", key=key),
+    )
+
+
+def verify_row(tok: PhaseTokenizer, row: dict) -> list[str]:
+    """The engine's exact-path checks, and the needle read back from the prompt: the sentence
+    for the row's key states the row's answer, and the question asks for that key."""
+    return engine.verify_row(tok, row) + engine.needle_problems(
+        row, needle(row["needle_key"], row["answer"])
+    )
+
+
 exact_check = engine.exact_check
-verify_row = engine.verify_row
 verify_config = engine.verify_config
 EXTRA_FIELDS: tuple = ()
 

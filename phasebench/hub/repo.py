@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ import pyarrow.parquet as pq
 
 from phasebench import build
 from phasebench._version import __version__
+from phasebench.atomic import check_writable_dir, staged_folder
 from phasebench.build import HASH_KEY, MANIFEST, content_hash, read_manifest
 from phasebench.errors import HubError
 from phasebench.hub.card import render_card
@@ -142,13 +142,18 @@ def _config_entry(source: _Source) -> dict:
 
 
 def _check_out(out: Path, generated: Sequence[Path | str], overwrite: bool) -> None:
-    if out.exists() and not out.is_dir():
-        raise HubError(f"output folder {str(out)!r} exists and is not a folder")
-    if out.exists() and any(out.iterdir()) and not overwrite:
-        raise HubError(
-            f"output folder {str(out)!r} exists and is not empty; choose another or pass "
-            f"overwrite=True (--overwrite)"
-        )
+    check_writable_dir(out, "output folder")
+    if out.exists() and any(out.iterdir()):
+        if not overwrite:
+            raise HubError(
+                f"output folder {str(out)!r} exists and is not empty; choose another or pass "
+                f"overwrite=True (--overwrite)"
+            )
+        if not (out / INDEX).is_file():
+            raise HubError(
+                f"output folder {str(out)!r} was not made by `phasebench publish` (no {INDEX})"
+                f"; it is never replaced, even with --overwrite: choose another or an empty folder"
+            )
     target = out.resolve()
     for root in generated:
         src = Path(root).resolve()
@@ -195,11 +200,7 @@ def build_repo(
         "split": SPLIT,
         "configs": [_config_entry(s) for s in sources],
     }
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.parent / f".{out.name}.{os.getpid()}.tmp"
-    old = out.parent / f".{out.name}.{os.getpid()}.old"
-    shutil.rmtree(tmp, ignore_errors=True)
-    try:
+    with staged_folder(out, marker=INDEX) as tmp:  # built beside, validated, swapped in
         for s in sources:
             (tmp / s.name).mkdir(parents=True, exist_ok=True)
             (tmp / s.name / MANIFEST).write_bytes(s.manifest_bytes)
@@ -216,17 +217,6 @@ def build_repo(
             encoding="utf-8",
         )
         validate_repo(tmp, deep=False)
-        if out.exists():
-            os.replace(out, old)
-        try:
-            os.replace(tmp, out)
-        except BaseException:
-            if old.exists():  # put the previous folder back rather than lose it
-                os.replace(old, out)
-            raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-        shutil.rmtree(old, ignore_errors=True)
     return out
 
 

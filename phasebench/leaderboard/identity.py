@@ -1,40 +1,172 @@
-"""One entry per model: duplicates and superseded revisions among accepted submissions."""
+"""One entry per model, decided without accounts.
+
+**Identity.** Two entries are the same when their canonical keys are equal: the model id
+Unicode-normalised (NFKC) and case-folded, the revision, the precision, whether a chat template
+was applied, and the task versions (:func:`identity_key`). ``Tiny-Random-Llama`` and
+``tiny-random-llama`` at one revision are one model.
+
+**Who was there first** keeps its place; every later copy is refused (rule ``duplicate``). The
+validator has no git history, so "first" is decided, in this order, by (:func:`arrival`):
+
+1. being on the earlier board (``leaderboard build`` reads the site it replaces, or
+   ``--previous``): a published entry is never displaced by a new copy;
+2. the run's recorded date (lm-eval's ``date`` in the results file), earlier first;
+3. the folder name, case-folded, then as written (an arbitrary but fixed order for exact ties).
+
+Dates are submitted data: a copy could be backdated, which only wins against entries that are
+not yet on a published board. The review of the pull request that adds a submission is the
+guard there; the report names the entry that was kept.
+
+**Supersedes.** ``supersedes: <revision>`` retires the entries of the same canonical model at
+that revision, with the same precision and chat-template setting, only when the new entry gives
+the same contact (case-folded) and its run is later than theirs. Without accounts, "the same
+submitter" can only mean "the same contact": a third party who copies the contact can still
+claim it, and again the pull-request review (who may change which folder) is what stops them. A
+retired entry is never deleted: the report and the site list it as superseded, by whom.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+import unicodedata
+from collections.abc import Collection, Sequence
+from pathlib import Path
 from typing import Any
 
+from phasebench.errors import SubmissionsError
 from phasebench.leaderboard.collect import Problem
+
+__all__ = [
+    "arrival",
+    "canonical_model",
+    "drop_superseded_and_duplicates",
+    "identity_key",
+    "incumbents_from",
+]
+
+
+def _fold(text: str) -> str:
+    return unicodedata.normalize("NFKC", text).casefold().strip()
+
+
+def canonical_model(model: str) -> str:
+    """The model id as identity sees it: NFKC-normalised and case-folded."""
+    return _fold(model)
+
+
+def identity_key(sub: Any) -> tuple:
+    """The canonical key of an entry (see the module docstring)."""
+    return (
+        canonical_model(sub.meta["model"]),
+        str(sub.meta["revision"]).lower(),
+        sub.meta["precision"],
+        bool(sub.meta["chat_template"]),
+        tuple(sorted(sub.task_versions.items())),
+    )
+
+
+def arrival(sub: Any, incumbents: Collection[str] = ()) -> tuple:
+    """Sort key of "who was there first" (see the module docstring)."""
+    recorded = sub.recorded if sub.recorded is not None else float("inf")
+    return (sub.name not in incumbents, recorded, _fold(sub.name), sub.name)
+
+
+def _why_first(first: Any, later: Any, incumbents: Collection[str]) -> str:
+    if first.name in incumbents:
+        return "it is on the earlier board"
+    if first.recorded is not None and (later.recorded is None or first.recorded < later.recorded):
+        return "its run is older"
+    return "same run date: folder name order"
+
+
+def _supersede_problem(new: Any, old: Any) -> str | None:
+    """Why ``new`` may not retire ``old`` (None if it may)."""
+    if _fold(str(new.meta.get("contact", ""))) != _fold(str(old.meta.get("contact", ""))):
+        return (
+            f"it would retire {old.name}, which gives another contact; only the same submitter "
+            f"(the same contact) may replace an entry; ask the maintainers otherwise"
+        )
+    if new.recorded is None or old.recorded is None or not new.recorded > old.recorded:
+        return f"its run is not later than the run of {old.name}, which it would retire"
+    return None
 
 
 def drop_superseded_and_duplicates(
-    accepted: Sequence[Any],
+    accepted: Sequence[Any], incumbents: Collection[str] = ()
 ) -> tuple[list[Any], list[tuple[str, str]], list[tuple[str, list[Problem]]]]:
-    """Split accepted submissions into those kept, ``(superseded, by)`` pairs and refusals of
-    duplicates (the ``duplicate`` rule), in name order."""
-    by_revision = {(s.meta["model"], s.meta["revision"]): s for s in accepted}
-    dropped: set[str] = set()
-    superseded: list[tuple[str, str]] = []
-    for sub in accepted:
-        old = by_revision.get((sub.meta["model"], sub.meta.get("supersedes")))
-        if old is not None and old is not sub:
-            dropped.add(old.name)
-            superseded.append((old.name, sub.name))
-    seen: dict[tuple, str] = {}
-    kept, refused = [], []
-    for sub in sorted(accepted, key=lambda s: s.name):
-        if sub.name in dropped:
-            continue
-        if sub.duplicate_key in seen:
-            problem = Problem(
-                "duplicate",
-                f"{sub.name}/submission.yaml",
-                f"same model, revision, precision, chat template and task versions as "
-                f"{seen[sub.duplicate_key]}",
+    """Split accepted submissions into those kept, ``(superseded, by)`` pairs and refusals
+    (rules ``duplicate`` and ``supersedes``), all in name order."""
+    order = sorted(accepted, key=lambda s: arrival(s, incumbents))
+    first: dict[tuple, Any] = {}
+    kept: list[Any] = []
+    refused: list[tuple[str, list[Problem]]] = []
+    for sub in order:
+        key = identity_key(sub)
+        if key in first:
+            holder = first[key]
+            message = (
+                f"the same model, revision, precision, chat template and task versions as "
+                f"{holder.name}, which keeps its place ({_why_first(holder, sub, incumbents)})"
             )
-            refused.append((sub.name, [problem]))
+            refused.append(
+                (sub.name, [Problem("duplicate", f"{sub.name}/submission.yaml", message)])
+            )
             continue
-        seen[sub.duplicate_key] = sub.name
+        first[key] = sub
         kept.append(sub)
-    return kept, superseded, refused
+
+    superseded: list[tuple[str, str]] = []
+    retired: set[str] = set()
+    for sub in list(kept):  # in arrival order: a chain of revisions retires in turn
+        target = sub.meta.get("supersedes")
+        if not target or sub.name in retired:
+            continue
+        olds = [
+            o
+            for o in kept
+            if o is not sub
+            and o.name not in retired
+            and canonical_model(o.meta["model"]) == canonical_model(sub.meta["model"])
+            and str(o.meta["revision"]).lower() == str(target).lower()
+            and o.meta["precision"] == sub.meta["precision"]
+            and bool(o.meta["chat_template"]) == bool(sub.meta["chat_template"])
+        ]
+        problems = [p for p in (_supersede_problem(sub, o) for o in olds) if p]
+        if problems:
+            retired.add(sub.name)
+            refused.append(
+                (sub.name, [Problem("supersedes", f"{sub.name}/submission.yaml", problems[0])])
+            )
+            continue
+        for old in olds:
+            retired.add(old.name)
+            superseded.append((old.name, sub.name))
+    kept = sorted((s for s in kept if s.name not in retired), key=lambda s: s.name)
+    return kept, sorted(superseded), sorted(refused, key=lambda item: item[0])
+
+
+#: Largest ``leaderboard.json`` read for the entries of an earlier board.
+MAX_BOARD_BYTES = 256 * 1024 * 1024
+
+
+def incumbents_from(path: Path | str) -> set[str]:
+    """The submissions an earlier board published (its ``rejections.accepted``): ``path`` is a
+    ``leaderboard.json`` or the site folder holding one. A missing file is an empty board; an
+    unreadable one is a :class:`SubmissionsError` (never guessed at)."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "leaderboard.json"
+    if not path.exists():
+        return set()
+    if not path.is_file() or path.stat().st_size > MAX_BOARD_BYTES:
+        raise SubmissionsError(f"{str(path)!r} is not an earlier leaderboard.json")
+    try:
+        board = json.loads(path.read_bytes().decode("utf-8"))
+        names = board["rejections"]["accepted"]
+    except (UnicodeDecodeError, ValueError, KeyError, TypeError, RecursionError):
+        raise SubmissionsError(
+            f"{str(path)!r} is not a leaderboard.json made by phasebench (no rejections.accepted)"
+        ) from None
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise SubmissionsError(f"{str(path)!r}: rejections.accepted is not a list of names")
+    return set(names)

@@ -23,11 +23,15 @@ from phasebench.leaderboard.collect import (
     Refused,
     iter_samples,
 )
+from phasebench.samples import ReadLimits
 
 #: Sample ``doc`` strings longer than this are dropped by ``pack`` and restored from the
 #: regenerated split during validation (the prompt text, mostly).
 PACK_MIN_CHARS = 256
 DROPPED_KEYS = ("arguments", "resps")
+#: ``pack`` reads the packer's own lm-eval output, prompts and all: far larger than a submission
+#: may be (a 128K-token run logs about a megabyte per sample), still bounded.
+PACK_LIMITS = ReadLimits(max_bytes=64 << 30, max_line_bytes=256 << 20, max_seconds=3600.0)
 
 
 def pack_record(record: dict) -> dict:
@@ -80,7 +84,7 @@ def pack(source: Path | str, out: Path | str, submission: Path | str | None = No
             try:
                 lines = [
                     json.dumps(pack_record(r), ensure_ascii=False, separators=(",", ":"))
-                    for r in iter_samples(path)
+                    for r in iter_samples(path, PACK_LIMITS)
                 ]
             except Refused as exc:
                 raise SamplesError(exc.problem.line()) from None

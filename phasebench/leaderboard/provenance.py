@@ -72,3 +72,15 @@ def iso_date(value: Any) -> str:
     if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
         return dt.datetime.fromtimestamp(value, dt.UTC).strftime("%Y-%m-%d")
     return "unknown"
+
+
+def recorded_time(raw: RawSubmission, found: Mapping[str, tuple[Path, dict]]) -> float | None:
+    """lm-eval's ``date`` (seconds since the epoch) of the earliest results file that holds a
+    task of the submission; None when none is a finite number. Submitted data: it orders
+    entries when nothing better says who came first, and a submitter could backdate it."""
+    dates = []
+    for _, results in found.values():
+        value = results.get("date")
+        if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+            dates.append(float(value))
+    return min(dates) if dates else None

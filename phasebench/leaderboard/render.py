@@ -16,7 +16,8 @@ from typing import Any
 
 import jinja2
 
-from phasebench.atomic import atomic_write_text, staged_folder
+from phasebench.atomic import atomic_write_text, check_replaceable, staged_folder
+from phasebench.errors import OutputError
 
 ASSETS = ("leaderboard.js", "style.css")
 #: The file that marks a folder as a phasebench site: ``build_site`` replaces only such a folder
@@ -230,6 +231,19 @@ def build_site(board: Mapping[str, Any], out: Path) -> list[Path]:
         write_tables(board, staging)
         render_site(board, staging)
     return sorted(p for p in out.rglob("*") if p.is_file() and p.name != SITE_MARKER)
+
+
+def check_site_out(out: Path | str, submissions: Path | str) -> Path:
+    """Refuse, before any work, a site folder that :func:`build_site` must not replace: the
+    submissions folder, a folder inside it or above it, or a non-empty folder that is not an
+    earlier phasebench site. Returns ``out`` resolved."""
+    target, source = Path(out).resolve(), Path(submissions).resolve()
+    if target == source or source in target.parents or target in source.parents:
+        raise OutputError(
+            f"--out {str(out)!r} overlaps the submissions folder {str(submissions)!r}; "
+            f"give the site a folder of its own"
+        )
+    return check_replaceable(target, SITE_MARKER)
 
 
 def load_board(path: Path) -> dict[str, Any]:

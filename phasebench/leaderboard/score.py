@@ -6,10 +6,16 @@ board, models are ranked by worst phase with a rank that respects uncertainty: a
 1 + the number of models whose interval lower bound lies above its upper bound, so models whose
 intervals overlap share a rank. The average ranking is computed the same way and offered as a
 toggle. Reported (published, not reproduced) rows are carried along but never ranked.
+
+Every ranked row says how it was checked (``evidence``): ``recomputed`` from the submitted logs
+(validation proves the logs consistent, not that the model wrote them), or ``reproduced`` when a
+maintainer re-ran the model and marked it (``reproduced.yaml``, shown with who and when). CSV
+cells that a spreadsheet would run as a formula are written with a leading ``'``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -31,6 +37,15 @@ N_PERM = 1000
 SEED = 0
 LOCK_STRIDE = 4
 REPORTED_NOTE = "reported, not reproduced"
+#: ``evidence`` of a row, and what the site says about it.
+RECOMPUTED = "recomputed"
+REPRODUCED = "reproduced"
+RECOMPUTED_NOTE = "recomputed from the submitted logs"
+EVIDENCE_NOTE = (
+    "recomputed from the submitted logs: validation proves every number follows from the logs "
+    "and the regenerated prompts, not that the logs came from the model; 'reproduced' marks an "
+    "entry a maintainer re-ran"
+)
 
 
 def _clean(value: Any) -> Any:
@@ -48,8 +63,18 @@ def _clean(value: Any) -> Any:
 
 
 def page_name(sub: Submission) -> str:
-    """The per-model page: folder names are already restricted to safe characters."""
-    return f"models/{sub.name.replace('/', '__')[:160]}.html"
+    """The per-model page, one per entry: a readable lower-case prefix and a hash of the exact
+    folder name (so neither long names nor a case-insensitive file system merge two pages)."""
+    digest = hashlib.sha256(sub.name.encode("utf-8")).hexdigest()[:16]
+    readable = re.sub(r"[^a-z0-9._-]+", "-", sub.name.replace("/", "__").lower())[:80]
+    return f"models/{readable.strip('-.') or 'model'}-{digest}.html"
+
+
+def evidence(sub: Submission) -> tuple[str, dict[str, str] | None]:
+    """How an entry was checked: ``reproduced`` (with the maintainer's mark) or ``recomputed``."""
+    if sub.reproduced:
+        return REPRODUCED, dict(sub.reproduced)
+    return RECOMPUTED, None
 
 
 def summarize_board(frame: pd.DataFrame) -> dict[str, Any]:
@@ -87,7 +112,10 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
     models: dict[str, Any] = {}
     for sub in sorted(outcome.accepted, key=lambda s: s.name):
         page = page_name(sub)
+        checked, mark = evidence(sub)
         detail = {
+            "evidence": checked,
+            "reproduced": mark,
             "name": sub.name,
             "model": sub.meta["model"],
             "revision": sub.meta["revision"],
@@ -144,6 +172,8 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
                     "page": page,
                     "reported": False,
                     "note": "",
+                    "evidence": checked,
+                    "reproduced": mark,
                 }
             )
         models[page] = detail
@@ -170,6 +200,7 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
             "is biased low, more so with fewer base items; the cross-fitted worst phase (chosen "
             "on half the items, measured on the other half) is measured by simulation to be "
             "unbiased on null and stride-4 models with 94-100% interval coverage",
+            "evidence": EVIDENCE_NOTE,
         },
         "rows": rows,
         "reported": reported_rows(reported) if reported is not None else [],
@@ -275,8 +306,18 @@ FLAT_COLUMNS = [
     "acc_lo", "acc_hi", "worst_phase", "worst_phase_lo", "worst_phase_hi", "worst_phase_index",
     "best_phase", "best_phase_index", "gap", "gap_lo", "gap_hi", "null_gap_mean", "null_gap_q95",
     "p_value", "significant", "dominant_period", "phase_lock_rate", "lm_eval_version",
-    "transformers_version", "phasebench_version", "date", "reported",
+    "transformers_version", "phasebench_version", "date", "reported", "evidence",
 ]  # fmt: skip
+#: A cell starting with one of these is a formula to a spreadsheet.
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(value: Any) -> Any:
+    """``value`` for a CSV cell: text a spreadsheet would run as a formula gets a leading
+    ``'`` (numbers stay numbers)."""
+    if isinstance(value, str) and value.startswith(FORMULA_START):
+        return "'" + value
+    return value
 
 
 def flat_table(board: Mapping[str, Any]) -> pd.DataFrame:
@@ -327,7 +368,8 @@ def write_tables(board: Mapping[str, Any], out: Path) -> list[Path]:
     paths = [out / "leaderboard.json", out / "leaderboard.csv"]
     atomic_write_text(paths[0], json.dumps(board, indent=2, sort_keys=True, allow_nan=False) + "\n")
     flat = flat_table(board)
-    atomic_write_text(paths[1], flat.to_csv(index=False, lineterminator="\n"))
+    safe = flat.astype(object).map(spreadsheet_safe)
+    atomic_write_text(paths[1], safe.to_csv(index=False, lineterminator="\n"))
     for name, frame in (
         ("leaderboard.parquet", flat),
         ("per_phase.parquet", per_phase_table(board)),

@@ -17,12 +17,25 @@ Rules (each refusal names one of them and the file):
 ``metric``      per-sample metrics recomputed from the responses, and the aggregate metrics
                 recomputed from the samples, equal the reported ones
 ``max_length``  the model's maximum length covers the longest prompt plus the generation budget
-``duplicate``   one entry per (model, revision, precision, chat template, task versions)
+``reproduced``  a maintainer's ``reproduced.yaml`` vouches for exactly these files
+``duplicate``   one entry per canonical (model, revision, precision, chat template, task
+                versions); the first keeps its place (:mod:`~phasebench.leaderboard.identity`)
+``supersedes``  an entry may only replace an earlier revision of its own model, from the same
+                contact, with a later run
+``memory``/``time``/``crash``  the submission's own validating process ran out of its budget
+                (:mod:`~phasebench.leaderboard.isolate`) or ended without an answer
+
+Every submission is validated in a process of its own (:func:`validate_folder` there, through
+:func:`~phasebench.leaderboard.isolate.run_isolated`); its result comes back as JSON data, so one
+bad submission can only refuse itself. The processes share the folder of regenerated splits.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import dataclasses
+import math
+import tempfile
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,10 +51,12 @@ from phasebench.leaderboard.collect import (
     read_submission,
     submission_folders,
 )
-from phasebench.leaderboard.identity import drop_superseded_and_duplicates
-from phasebench.leaderboard.provenance import provenance
+from phasebench.leaderboard.identity import drop_superseded_and_duplicates, identity_key
+from phasebench.leaderboard.isolate import Limits, run_isolated
+from phasebench.leaderboard.provenance import provenance, recorded_time
 from phasebench.leaderboard.regenerate import Regenerator
 from phasebench.leaderboard.schema import check_schema, known_tasks
+from phasebench.samples import ReadLimits
 
 
 @dataclass
@@ -55,16 +70,39 @@ class Submission:
     #: (unit, phase, acc, margin, pad) the statistics are computed from.
     samples: pd.DataFrame
     task_versions: dict[str, str]
+    #: lm-eval's ``date`` of the run (seconds since the epoch; the earliest results file), None
+    #: when unreadable: the order in which entries arrived, when no earlier board says.
+    recorded: float | None = None
+    #: A maintainer's mark (``by``, ``date``, ``note``) after re-running the model, else None.
+    reproduced: dict[str, str] | None = None
 
     @property
     def duplicate_key(self) -> tuple:
-        return (
-            self.meta["model"].lower(),
-            self.meta["revision"],
-            self.meta["precision"],
-            bool(self.meta["chat_template"]),
-            tuple(sorted(self.task_versions.items())),
-        )
+        """The canonical identity (:func:`~phasebench.leaderboard.identity.identity_key`)."""
+        return identity_key(self)
+
+    def to_data(self) -> dict[str, Any]:
+        """JSON-ready (no NaN): what a validating process sends back."""
+        rows = [
+            [None if isinstance(v, float) and math.isnan(v) else v for v in row]
+            for row in self.samples.astype(object).itertuples(index=False, name=None)
+        ]
+        return {
+            "name": self.name,
+            "meta": self.meta,
+            "provenance": self.provenance,
+            "samples": {"columns": list(self.samples.columns), "rows": rows},
+            "task_versions": self.task_versions,
+            "recorded": self.recorded,
+            "reproduced": self.reproduced,
+        }
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> Submission:
+        frame = pd.DataFrame(data["samples"]["rows"], columns=data["samples"]["columns"])
+        fields = {k: data[k] for k in ("name", "meta", "provenance", "task_versions")}
+        return cls(**fields, samples=frame, recorded=data.get("recorded"),
+                   reproduced=data.get("reproduced"))  # fmt: skip
 
 
 @dataclass
@@ -140,47 +178,115 @@ def validate_submission(
     origin = provenance(raw, found)
     origin["max_length"] = max_length
     versions = {task: tasks[task] for task in found}
-    return Submission(raw.name, dict(raw.meta), origin, pd.concat(frames), versions)
+    return Submission(
+        raw.name,
+        dict(raw.meta),
+        origin,
+        pd.concat(frames),
+        versions,
+        recorded=recorded_time(raw, found),
+        reproduced=raw.reproduced,
+    )
+
+
+#: What each validating process runs.
+WORKER = "phasebench.leaderboard.validate:validate_folder"
+
+
+def validate_folder(request: Mapping[str, Any]) -> dict[str, Any]:
+    """Validate one submission folder: what each validating process runs (through
+    :func:`~phasebench.leaderboard.isolate.run_isolated`). ``request`` holds ``folder``,
+    ``root`` (the submissions folder, to name files in the report), ``tasks``, ``cache`` (the
+    shared folder of regenerated splits) and ``read_limits``; the answer is
+    ``{"accepted": Submission.to_data()}`` or ``{"refused": [problem]}``."""
+    folder, root = Path(request["folder"]), Path(request["root"])
+    name = f"{folder.parent.name}/{folder.name}"
+    limits = ReadLimits(**request["read_limits"]) if request.get("read_limits") else None
+    regen = Regenerator(Path(request["cache"]))
+    try:
+        raw = read_submission(folder, limits)
+        return {"accepted": validate_submission(raw, request["tasks"], regen).to_data()}
+    except Refused as exc:
+        problem = _relative(exc.problem, root)
+    except (PhasebenchError, KeyError, TypeError, ValueError, IndexError, AttributeError,
+            OSError, RecursionError) as exc:  # fmt: skip
+        # content of a shape no rule anticipated: refuse this one
+        detail = " ".join(str(exc).split())[:300]
+        problem = Problem("format", name, f"unexpected content ({type(exc).__name__}: {detail})")
+    return {"refused": [dataclasses.asdict(problem)]}
 
 
 def validate_all(
     root: Path | str,
     *,
     tasks: Mapping[str, str] | None = None,
-    cache: Path | None = None,
+    cache: Path | str | None = None,
     on_progress: Callable[[str], None] | None = None,
+    limits: Limits | None = None,
+    read_limits: ReadLimits | None = None,
+    incumbents: Iterable[str] = (),
 ) -> Outcome:
-    """Validate every submission under ``root``; one bad submission never stops the others."""
+    """Validate every submission under ``root``, each in its own process under ``limits``
+    (:class:`~phasebench.leaderboard.isolate.Limits`), then keep one entry per model.
+
+    ``incumbents`` names the submissions an earlier board published: they were there first
+    (:func:`~phasebench.leaderboard.identity.drop_superseded_and_duplicates`). ``read_limits``
+    replaces the caps on samples files (:data:`~phasebench.leaderboard.collect.SAMPLE_LIMITS`).
+
+    The validating processes come from a ``multiprocessing`` fork server, so, as with any
+    ``multiprocessing`` start method but ``fork``, a script that calls this must do so under
+    ``if __name__ == "__main__":`` (the command line and pytest already do).
+    """
     root = Path(root)
     if not root.is_dir():
         raise SubmissionsError(f"{str(root)!r} is not a folder of submissions")
     tasks = dict(tasks) if tasks is not None else known_tasks()
+    limits = limits or Limits()
     outcome = Outcome()
     folders, problems = submission_folders(root)
     outcome.refused.extend((p.file, [p]) for p in problems)
-    regen = Regenerator(cache)
-    try:
+    with tempfile.TemporaryDirectory(prefix="phasebench-lb-") as scratch:
+        shared = Path(cache) if cache else Path(scratch)
         for folder in folders:
             name = f"{folder.parent.name}/{folder.name}"
             if on_progress:
                 on_progress(name)
-            try:
-                outcome.accepted.append(validate_submission(read_submission(folder), tasks, regen))
-            except Refused as exc:
-                outcome.refused.append((name, [_relative(exc.problem, root)]))
-            except (KeyError, TypeError, ValueError, IndexError, AttributeError, OSError) as exc:
-                # content of a shape no rule anticipated: refuse this one, keep going
-                problem = Problem(
-                    "format", name, f"unexpected content ({type(exc).__name__}: {exc})"
-                )
-                outcome.refused.append((name, [problem]))
-    finally:
-        regen.close()
-    outcome.accepted, outcome.superseded, duplicates = drop_superseded_and_duplicates(
-        outcome.accepted
+            request = {
+                "folder": str(folder.resolve()),
+                "root": str(root.resolve()),
+                "tasks": tasks,
+                "cache": str(shared.resolve()),
+                "read_limits": dataclasses.asdict(read_limits) if read_limits else None,
+            }
+            answer = run_isolated(
+                "phasebench.leaderboard.validate:validate_folder", request, limits
+            )
+            if "result" not in answer:
+                outcome.refused.append((name, [_limit_problem(name, answer, limits)]))
+            elif "accepted" in answer["result"]:
+                outcome.accepted.append(Submission.from_data(answer["result"]["accepted"]))
+            else:
+                problems = [Problem(**p) for p in answer["result"]["refused"]]
+                outcome.refused.append((name, problems))
+    outcome.accepted, outcome.superseded, refusals = drop_superseded_and_duplicates(
+        outcome.accepted, incumbents=set(incumbents)
     )
-    outcome.refused = sorted(outcome.refused + duplicates, key=lambda item: item[0])
+    outcome.refused = sorted(outcome.refused + refusals, key=lambda item: item[0])
     return outcome
+
+
+def _limit_problem(name: str, answer: Mapping[str, Any], limits: Limits) -> Problem:
+    kind = answer.get("limit", "crash")
+    if kind == "memory":
+        message = (
+            f"validating it needed more than {limits.describe_memory()} of memory (the limit "
+            f"of one submission's validating process)"
+        )
+    elif kind == "time":
+        message = f"validating it took longer than {limits.seconds:g} s (the limit per submission)"
+    else:
+        message = f"its validating process ended without an answer ({answer.get('detail')})"
+    return Problem(kind, name, message)
 
 
 def _relative(problem: Problem, root: Path) -> Problem:

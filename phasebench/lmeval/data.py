@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from phasebench._version import GENERATOR_VERSION
-from phasebench.errors import EvalError, SpecError, TokenizerError
+from phasebench.errors import EvalError, SpecError, SplitError, TokenizerError
 from phasebench.specs import FAMILIES, TOKENIZER_ARG_NAMES, SplitSpec
 from phasebench.tokenization import PhaseTokenizer, encoding_difference, load_tokenizer
 
@@ -104,24 +104,78 @@ def split_specs(family: str, kwargs: Mapping[str, Any]) -> list[SplitSpec]:
 
 
 def cached_config(spec: SplitSpec, tok: PhaseTokenizer, root: Path | None = None) -> Path:
-    """The config folder for ``spec`` in the cache, generating it on first use.
+    """The config folder for ``spec`` in the cache, generated on first use and checked on every
+    use (see :func:`cached_split`)."""
+    return cached_split(spec, tok, root)[0]
+
+
+def cached_split(
+    spec: SplitSpec, tok: PhaseTokenizer, root: Path | None = None
+) -> tuple[Path, list[dict]]:
+    """The cached config folder for ``spec`` and its rows, every row checked against the
+    manifest's content hashes as it is read.
 
     The key hashes the spec, the tokenizer fingerprint and the generator version, so a changed
     tokenizer or generator never reuses stale prompts. Generation goes to a temporary folder that
     is renamed into place: an interrupted run leaves nothing a later run could mistake for data.
+    An entry that does not check (edited rows, a lost manifest, a half-written folder, another
+    spec or tokenizer) is removed and built again; nothing outside the cache's own ``splits``
+    folder is ever removed, and a symbolic link there is unlinked, never followed.
     """
-    from phasebench.build import generate
-
-    root = root or cache_root()
+    splits = Path(root or cache_root()) / "splits"
     text = json.dumps(
         {"spec": spec.to_dict(), "fingerprint": tok.encoding_key, "generator": GENERATOR_VERSION},
         sort_keys=True,
     )
     key = hashlib.sha256(text.encode()).hexdigest()[:20]
-    final = root / "splits" / f"{spec.config_name}-{key}"
-    if (final / spec.config_name / "manifest.json").exists():
-        return final / spec.config_name
-    tmp = root / "splits" / f".tmp-{spec.config_name}-{key}-{os.getpid()}"
+    final = splits / f"{spec.config_name}-{key}"
+    folder = final / spec.config_name
+    rows = _checked_rows(final, spec, tok)
+    if rows is not None:
+        return folder, rows
+    _discard(final, splits)
+    _build_entry(spec, tok, splits, final, key)
+    rows = _checked_rows(final, spec, tok)
+    if rows is None:
+        raise SplitError(f"the cache entry {str(final)!r} does not check after it was rebuilt")
+    return folder, rows
+
+
+def _checked_rows(final: Path, spec: SplitSpec, tok: PhaseTokenizer) -> list[dict] | None:
+    """The rows of a cache entry if it is whole and is what its key says, else None."""
+    from phasebench.build import iter_rows, read_manifest
+
+    folder = final / spec.config_name
+    if final.is_symlink() or folder.is_symlink() or not folder.is_dir():
+        return None
+    try:
+        manifest = read_manifest(folder)
+        if manifest["spec"] != spec.to_dict() or encoding_difference(manifest["tokenizer"], tok):
+            return None
+        return list(iter_rows(folder, check=True))
+    except SplitError:
+        return None
+
+
+def _discard(entry: Path, splits: Path) -> None:
+    """Remove one cache entry (only ever a direct child of the cache's ``splits`` folder)."""
+    if entry.parent != splits or not (entry.exists() or entry.is_symlink()):
+        return
+    if entry.is_symlink() or not entry.is_dir():
+        entry.unlink(missing_ok=True)
+        return
+    trash = splits / f".trash-{entry.name}-{os.getpid()}"
+    try:
+        os.replace(entry, trash)
+    except FileNotFoundError:  # another process discarded it first
+        return
+    shutil.rmtree(trash, ignore_errors=True)
+
+
+def _build_entry(spec: SplitSpec, tok: PhaseTokenizer, splits: Path, final: Path, key: str) -> None:
+    from phasebench.build import generate
+
+    tmp = splits / f".tmp-{spec.config_name}-{key}-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -133,7 +187,6 @@ def cached_config(spec: SplitSpec, tok: PhaseTokenizer, root: Path | None = None
                 raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return final / spec.config_name
 
 
 def prebuilt_folders(
@@ -186,10 +239,12 @@ def resolve_split(family: str, **kwargs: Any) -> LoadedSplit:
     tok = load_tokenizer(name, args)
     if kwargs.get("dataset_path"):
         folders = prebuilt_folders(str(kwargs["dataset_path"]), family, _lengths(kwargs), tok)
+        per_config = [list(iter_rows(folder, check=True)) for folder in folders]
     else:
-        folders = [cached_config(spec, tok) for spec in split_specs(family, kwargs)]
+        cached = [cached_split(spec, tok) for spec in split_specs(family, kwargs)]
+        folders = [folder for folder, _ in cached]
+        per_config = [rows for _, rows in cached]
     manifests = tuple(read_manifest(f) for f in folders)
-    per_config = [list(iter_rows(folder)) for folder in folders]
     rows = [row for config_rows in per_config for row in config_rows]
     offset = 0
     if _truthy(kwargs.get("apply_chat_template")):

@@ -1,0 +1,331 @@
+"""One clear line and exit 2 for every bad input (issue 12, finding 6), including outputs that
+cannot be written, specs too large to build, and broken sample logs; plus property-based tests
+(hypothesis) of the command line and of the YAML and JSON readers: whatever comes in, the answer
+is a result or one line, never a traceback."""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import io
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from phasebench.build import generate
+from phasebench.cli import main
+from phasebench.specs import SplitSpec
+
+ROOT = Path(__file__).resolve().parent.parent
+SPEC = SplitSpec("kv", 256, n_base=16)
+FEW = settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, deepseek) -> Path:
+    out = tmp_path_factory.mktemp("built")
+    generate([SPEC], out, progress=False, tokenizer=deepseek)
+    return out / SPEC.config_name
+
+
+def run(argv: list[str]) -> tuple[int, str, str]:
+    """``phasebench ARGV`` in this process, with its output captured."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(argv)
+    return code, out.getvalue(), err.getvalue()
+
+
+def assert_one_line(code: int, err: str, *words: str) -> None:
+    assert code == 2, (code, err)
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    for word in words:
+        assert word in err, (word, err)
+
+
+def cli(*args: str, timeout: float = 120, **kwargs) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+    return subprocess.run([sys.executable, "-m", "phasebench", *args], capture_output=True,
+                          text=True, env=env, timeout=timeout, **kwargs)  # fmt: skip
+
+
+# -- outputs that cannot be written ---------------------------------------------------------------
+
+
+def _generate(out: str | Path, *extra: str) -> list[str]:
+    return ["generate", "kv", "--length", "256", "--n-base", "16", "--out", str(out), "--quiet",
+            *extra]  # fmt: skip
+
+
+def test_out_that_is_a_file_or_under_a_file(tmp_path):
+    file = tmp_path / "file.txt"
+    file.write_text("mine")
+    assert_one_line(*run(_generate(file, "--overwrite"))[::2], "not a folder")
+    assert_one_line(*run(_generate(file / "sub"))[::2], "file.txt")
+    assert file.read_text() == "mine"
+
+
+def test_out_on_a_filesystem_that_refuses_writes(tmp_path):
+    """Tests run as root, whom chmod does not stop; sysfs refuses a new folder even to root
+    (EPERM), which exercises the same path as a read-only filesystem (EROFS)."""
+    if not Path("/sys/kernel").is_dir():
+        pytest.skip("needs Linux sysfs")
+    assert_one_line(*run(_generate("/sys/phasebench-test-out"))[::2])
+    assert not Path("/sys/phasebench-test-out").exists()
+
+
+def test_a_full_disk_mid_write_leaves_nothing_half_written(tmp_path):
+    """A file-size limit (RLIMIT_FSIZE, EFBIG on the write that passes it) stands in for a full
+    disk: the write fails part-way through a parquet file."""
+    out = tmp_path / "out"
+
+    def small_files():
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_FSIZE, (8 * 1024, 8 * 1024))  # parquet: ~13 KB
+
+    proc = cli(*_generate(out), preexec_fn=small_files)
+    assert proc.returncode == 2, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+    assert not out.exists()
+
+
+def test_a_non_regular_file_is_never_replaced(tmp_path, built, capsys):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    code, _, err = run(["leaderboard", "validate", str(tmp_path / "none"), "--report", str(fifo)])
+    assert_one_line(code, err, "not a regular file")
+    assert fifo.is_fifo()
+
+
+# -- inspect, verify, report --------------------------------------------------------------------
+
+
+def test_inspect_row_out_of_range(built):
+    assert_one_line(*run(["inspect", str(built), "--row", "99999"])[::2], "row", "128")
+    assert_one_line(*run(["inspect", str(built), "--row", "-1"])[::2])
+    code, out, _ = run(["inspect", str(built), "--row", "127", "--no-color"])
+    assert code == 0 and "b00015" in out
+
+
+def test_verify_sample_must_be_positive(built):
+    assert_one_line(*run(["verify", str(built), "--sample", "-5"])[::2], "--sample")
+
+
+def _samples(folder: Path, lines: list[bytes]) -> Path:
+    run_dir = folder / "model"
+    run_dir.mkdir(parents=True)
+    path = run_dir / "samples_phasebench_kv_2026-01-01T00-00-00.000000.jsonl"
+    path.write_bytes(b"".join(lines))
+    return run_dir
+
+
+def _doc(**changes) -> dict:
+    doc = {"id": "kv-4096-b00000-p0", "family": "kv", "length": 4096, "phase_modulus": 8,
+           "phase": 0, "base_id": 0}  # fmt: skip
+    doc.update(changes)
+    return doc
+
+
+def _line(doc: dict, acc) -> bytes:
+    return (json.dumps({"doc": doc, "acc": acc, "filter": "none"}) + "\n").encode()
+
+
+@pytest.mark.parametrize(
+    ("lines", "words"),
+    [
+        ([_line({k: v for k, v in _doc().items() if k != "phase_modulus"}, 1.0)],
+         ["phase_modulus"]),
+        ([_line(_doc(phase="zero"), 1.0)], ["phase"]),
+        ([b"[1, 2, 3]\n"], ["JSON object"]),
+        ([b'{"doc": "\xff\xfe"}\n'], ["JSON"]),
+        ([_line(_doc(), 1.0), b'{"doc": ' + json.dumps(_doc(phase=1)).encode()
+          + b', "acc": NaN}\n'], ["NaN"]),
+        ([_line(_doc(), 1.0), _line(_doc(phase=1), "NaN")], ["acc"]),
+    ],
+    ids=["no phase_modulus", "phase zero", "not an object", "bad utf-8", "NaN literal",
+         "NaN string"],
+)  # fmt: skip
+def test_report_refuses_broken_samples_with_one_line(tmp_path, lines, words):
+    folder = _samples(tmp_path, lines)
+    assert_one_line(*run(["report", str(folder), "--n-boot", "0", "--n-perm", "0"])[::2], *words)
+
+
+# -- specs too large to build are refused up front ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--modulus", "4096", "--length", "1024", "--n-base", "8192"], ["rows", "limit"]),
+        (["--length", "4194304"], ["tokens", "limit"]),
+    ],
+)
+def test_a_spec_over_budget_is_refused_at_once(tmp_path, args, words):
+    start = time.monotonic()
+    proc = cli("generate", "kv", *args, "--out", str(tmp_path / "out"), "--quiet", timeout=60)
+    assert time.monotonic() - start < 60
+    assert_one_line(proc.returncode, proc.stderr, *words)
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_documented_largest_config_fits_the_budget():
+    SplitSpec("kv", 131072, modulus=8, n_base=256)
+    SplitSpec("niah", 131072, modulus=8, n_base=256)
+    SplitSpec("code", 131072, modulus=8, n_base=64)
+
+
+# -- property-based: the command line -----------------------------------------------------------
+
+NUMBERS = st.one_of(
+    st.integers(-(10**12), 10**12).map(str),
+    st.sampled_from(["", "x", "1.5", "1e9", "0x10", " 7", "-0", "nan", "\x00", "٣"]),
+)
+
+
+@FEW
+@given(modulus=NUMBERS, n_base=NUMBERS, length=NUMBERS, seed=NUMBERS)
+def test_generate_arguments_never_give_a_traceback(tmp_path_factory, modulus, n_base, length,
+                                                   seed):  # fmt: skip
+    out = tmp_path_factory.mktemp("gen") / "out"
+    argv = ["generate", "kv", "--tokenizer", "./no-such-tokenizer.json", "--out", str(out),
+            "--modulus", modulus, "--n-base", n_base, "--length", length, "--seed", seed,
+            "--quiet"]  # fmt: skip
+    code, _, err = run(argv)
+    assert_one_line(code, err)
+    assert not out.exists()
+
+
+@FEW
+@given(row=NUMBERS)
+def test_inspect_rows_never_give_a_traceback(built, row):
+    code, out, err = run(["inspect", str(built), "--row", row, "--no-color"])
+    if code == 0:
+        assert 0 <= int(row) < 128 and "balance" in out
+    else:
+        assert_one_line(code, err)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+@given(sample=st.one_of(st.integers(-(10**6), 3).map(str), st.sampled_from(["x", "", "2.0"])))
+def test_verify_samples_never_give_a_traceback(built, sample):
+    code, out, err = run(["verify", str(built), "--sample", sample, "--quiet"])
+    if code == 0:
+        assert int(sample) >= 1 and "OK" in out
+    else:
+        assert_one_line(code, err)
+
+
+@FEW
+@given(args=st.lists(st.sampled_from(["--out", "--cache", "--report", "--quiet", "--previous",
+                                      "--memory-limit", "--time-limit", "x", "-1", "0", "1e3",
+                                      "/", ".", ""]), max_size=6))  # fmt: skip
+def test_leaderboard_arguments_never_give_a_traceback(tmp_path_factory, args):
+    empty = tmp_path_factory.mktemp("empty")
+    for action in ("validate", "build"):
+        code, _, err = run(["leaderboard", action, str(empty / "missing"), *args])
+        assert_one_line(code, err)
+
+
+# -- property-based: the readers ----------------------------------------------------------------
+
+PLAIN = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-(2**40), 2**40),
+              st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=20)),
+    lambda inner: st.one_of(st.lists(inner, max_size=4),
+                            st.dictionaries(st.text(max_size=8), inner, max_size=4)),
+    max_leaves=20,
+)  # fmt: skip
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.dictionaries(st.text(max_size=8), PLAIN, max_size=5))
+def test_plain_yaml_round_trips(data):
+    from phasebench.leaderboard.plain_yaml import load_plain
+
+    assert load_plain(yaml.safe_dump(data)) == data
+
+
+@settings(max_examples=100, deadline=None)
+@given(text=st.text(max_size=200))
+def test_plain_yaml_answers_data_or_refusal(text):
+    from phasebench.leaderboard.plain_yaml import PlainYamlError, load_plain
+
+    try:
+        load_plain(text)
+    except PlainYamlError as exc:
+        assert str(exc) and "\n" not in str(exc)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "x: &a 1\ny: *a\n",
+        "x: &a [1, 2]\n",
+        "x: !!python/object/apply:os.system ['true']\n",
+        "x: !!binary aGVsbG8=\n",
+        "x: !custom abc\n",
+        "a: 1\na: 2\n",
+        "x: .nan\n",
+        "x: " + "[" * 100 + "]" * 100 + "\n",
+    ],
+    ids=["alias", "anchor", "python tag", "binary tag", "custom tag", "duplicate key", "nan",
+         "deep"],
+)  # fmt: skip
+def test_plain_yaml_refuses_anything_but_plain_data(text):
+    from phasebench.leaderboard.plain_yaml import PlainYamlError, load_plain
+
+    with pytest.raises(PlainYamlError):
+        load_plain(text)
+
+
+def test_plain_yaml_keeps_dates_as_text():
+    from phasebench.leaderboard.plain_yaml import load_plain
+
+    assert load_plain("date: 2026-12-01\n") == {"date": "2026-12-01"}
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
+@given(lines=st.lists(st.binary(max_size=60), max_size=8), gz=st.booleans())
+def test_sample_reader_answers_records_or_one_refusal(tmp_path_factory, lines, gz):
+    from phasebench.samples import LogError, ReadLimits, iter_samples
+
+    folder = tmp_path_factory.mktemp("samples")
+    raw = b"\n".join(lines)
+    name = "samples_t_2026-01-01T00-00-00.000000.jsonl" + (".gz" if gz else "")
+    path = folder / name
+    path.write_bytes(gzip.compress(raw) if gz else raw)
+    try:
+        records = list(iter_samples(path, ReadLimits(max_lines=16)))
+    except LogError as exc:
+        assert exc.rule in {"json", "size", "path"} and "\n" not in exc.detail
+    else:
+        assert all(isinstance(r, dict) for r in records)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.one_of(st.binary(max_size=200), PLAIN.map(lambda v: json.dumps(v).encode())))
+def test_manifest_and_results_readers_answer_data_or_one_refusal(tmp_path_factory, data):
+    from phasebench.build import read_manifest
+    from phasebench.errors import PhasebenchError
+    from phasebench.samples import read_results
+
+    folder = tmp_path_factory.mktemp("readers")
+    (folder / "manifest.json").write_bytes(data)
+    (folder / "results_2026-01-01T00-00-00.json").write_bytes(data)
+    for reader, path in (
+        (read_manifest, folder),
+        (read_results, folder / "results_2026-01-01T00-00-00.json"),
+    ):
+        try:
+            reader(path)
+        except PhasebenchError as exc:
+            assert "\n" not in str(exc)

@@ -1,0 +1,359 @@
+"""The leaderboard under hostile submissions (issue 12): submitted code never runs, small files
+that cost a lot are refused fast, each submission is validated in its own process with memory
+and time limits, the first entry keeps its place, nobody retires someone else's entry, model
+pages never collide, CSV cells never become formulas, every row says how it was checked, and
+``build --out`` never destroys a folder it did not make."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from phasebench.cli import main
+from phasebench.leaderboard.validate import validate_all
+from support.hostile import (
+    HUB_REPO,
+    HUB_REVISION,
+    LATER,
+    REVISION_B,
+    billion_laughs,
+    build_corpus,
+    evil_tokenizer,
+    fake_hub_cache,
+    gzip_repeating,
+    memory_hog,
+)
+from support.submissions import REVISION, TASK, TASKS, make_submission, split_rows
+
+ROOT = Path(__file__).resolve().parent.parent
+#: Address space a validation may add in the memory-limit test: a plain submission fits, the
+#: memory hog (within every size cap) does not.
+HOG_BUDGET = 1 << 30
+
+
+@pytest.fixture(scope="module")
+def rows(tmp_path_factory) -> list[dict]:
+    return split_rows(tmp_path_factory.mktemp("split"))
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("regen")
+
+
+def _outcome_rules(outcome) -> dict[str, str]:
+    return {name: problems[0].rule for name, problems in outcome.refused}
+
+
+def _edit_results(folder: Path, **changes) -> None:
+    path = next(folder.glob("results_*.json"))
+    data = json.loads(path.read_text())
+    data.update(changes)
+    path.write_text(json.dumps(data, indent=2))
+
+
+def _build(subs: Path, site: Path, cache: Path, *extra: str) -> int:
+    return main(["leaderboard", "build", str(subs), "--out", str(site), "--quiet",
+                 "--cache", str(cache), "--no-reported", *extra])  # fmt: skip
+
+
+# -- 1. a submission never runs its own code ---------------------------------------------------
+
+
+def test_submitted_code_never_runs(tmp_path, rows, cache, monkeypatch):
+    marker = tmp_path / "MARKER"
+    subs = tmp_path / "subs"
+    evil_tokenizer(tmp_path / "evil-tokenizer", marker)
+    fake_hub_cache(tmp_path / "hf-cache", marker)
+    monkeypatch.chdir(tmp_path)  # relative tokenizer paths would resolve here
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
+    cases = {
+        "hostile/remote-code": {"name": "evil-tokenizer", "args": {"trust_remote_code": "true"}},
+        "hostile/path-tokenizer": {"name": "evil-tokenizer"},
+        "hostile/hub-remote-code": {"name": HUB_REPO, "args": {"revision": HUB_REVISION}},
+        "hostile/unpinned-hub": {"name": HUB_REPO},
+        "hostile/python-os": {"name": "python:os"},
+    }
+    for model, tokenizer in cases.items():
+        make_submission(subs, rows, model=model, meta={"tokenizer": tokenizer})
+    inside = make_submission(subs, rows, model="hostile/code-inside")
+    evil_tokenizer(inside, marker)  # the tokenizer ships inside the submission, named by path
+    meta = yaml.safe_load((inside / "submission.yaml").read_text())
+    meta["tokenizer"] = {"name": inside.relative_to(tmp_path).as_posix(),
+                         "args": {"trust_remote_code": "true"}}  # fmt: skip
+    (inside / "submission.yaml").write_text(yaml.safe_dump(meta))
+    make_submission(subs, rows, model="acme/good")
+
+    outcome = validate_all(subs, tasks=TASKS, cache=cache)
+    assert not marker.exists(), "a submission's code was executed"
+    assert [s.meta["model"] for s in outcome.accepted] == ["acme/good"]
+    rules = _outcome_rules(outcome)
+    assert rules == {
+        f"hostile__remote-code/{REVISION}": "schema",
+        f"hostile__path-tokenizer/{REVISION}": "tokenizer",
+        f"hostile__hub-remote-code/{REVISION}": "tokenizer",
+        f"hostile__unpinned-hub/{REVISION}": "tokenizer",
+        f"hostile__python-os/{REVISION}": "tokenizer",
+        f"hostile__code-inside/{REVISION}": "files",
+    }, outcome.report_lines()
+    messages = {name: problems[0].message for name, problems in outcome.refused}
+    assert "path" in messages[f"hostile__path-tokenizer/{REVISION}"]
+    assert "revision" in messages[f"hostile__unpinned-hub/{REVISION}"]
+
+
+def test_a_pinned_hub_tokenizer_loads_from_the_local_cache_only(tmp_path, rows, cache, monkeypatch):
+    """A Hub id pinned to a commit is read from the local Hugging Face cache (never a folder of
+    the same name relative to where the validator runs)."""
+    from phasebench.tokenization import builtin_path
+
+    hub = tmp_path / "hf-cache"
+    snapshot = hub / "models--acme--tok" / "snapshots" / HUB_REVISION
+    snapshot.mkdir(parents=True)
+    shutil.copyfile(builtin_path("deepseek-v4") / "tokenizer.json", snapshot / "tokenizer.json")
+    monkeypatch.setenv("HF_HUB_CACHE", str(hub))
+    subs = tmp_path / "subs"
+    pinned = {"name": "acme/tok", "args": {"revision": HUB_REVISION}}
+    make_submission(subs, rows, model="acme/pinned", meta={"tokenizer": pinned})
+    outcome = validate_all(subs, tasks=TASKS, cache=cache)
+    assert [s.meta["model"] for s in outcome.accepted] == ["acme/pinned"], outcome.report_lines()
+    # the same name as a folder beside the validator is not what gets loaded
+    shutil.rmtree(hub)
+    local = tmp_path / "acme" / "tok"
+    local.mkdir(parents=True)
+    shutil.copyfile(builtin_path("deepseek-v4") / "tokenizer.json", local / "tokenizer.json")
+    monkeypatch.chdir(tmp_path)
+    outcome = validate_all(subs, tasks=TASKS, cache=cache)
+    assert _outcome_rules(outcome) == {f"acme__pinned/{REVISION}": "tokenizer"}
+
+
+# -- each submission in its own process, with a memory and a time limit ------------------------
+
+
+@pytest.mark.slow
+def test_one_submission_over_its_limits_refuses_only_itself(tmp_path, rows, cache):
+    from phasebench.leaderboard.isolate import Limits
+
+    subs = tmp_path / "subs"
+    hog = make_submission(subs, rows, model="hostile/memory-hog")
+    next(hog.glob("samples_*")).unlink()
+    memory_hog(hog / f"samples_{TASK}_2026-11-30T05-00-00.000000.jsonl.gz")
+    make_submission(subs, rows, model="acme/good")
+    outcome = validate_all(subs, tasks=TASKS, cache=cache, limits=Limits(memory=HOG_BUDGET))
+    assert [s.meta["model"] for s in outcome.accepted] == ["acme/good"], outcome.report_lines()
+    ((name, (problem,)),) = outcome.refused
+    assert name.startswith("hostile__memory-hog") and problem.rule == "memory", problem
+    assert f"{HOG_BUDGET >> 20} MiB" in problem.message
+
+    outcome = validate_all(subs, tasks=TASKS, cache=cache, limits=Limits(seconds=0.5))
+    assert not outcome.accepted
+    assert set(_outcome_rules(outcome).values()) == {"time"}
+
+
+# -- 3. small hostile files do not stop the run ----------------------------------------------
+
+
+def test_yaml_alias_bomb_is_refused_and_the_rest_published(tmp_path, rows, cache):
+    subs = tmp_path / "subs"
+    bomb = make_submission(subs, rows, model="hostile/yaml-bomb")
+    (bomb / "submission.yaml").write_text(billion_laughs())
+    assert len(billion_laughs()) < 700
+    make_submission(subs, rows, model="acme/good")
+    outcome = validate_all(subs, tasks=TASKS, cache=cache)
+    assert [s.meta["model"] for s in outcome.accepted] == ["acme/good"]
+    ((name, (problem,)),) = outcome.refused
+    assert problem.rule == "yaml" and "alias" in problem.message
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("unit", "total"),
+    [(b"{}\n", 1 << 30), (b"\n", 1100 << 20)],
+    ids=["a GiB of objects", "a GiB of newlines"],
+)
+def test_gzip_bombs_are_refused_by_the_sample_count(tmp_path, rows, cache, unit, total):
+    subs = tmp_path / "subs"
+    bomb = make_submission(subs, rows, model="hostile/gzip")
+    next(bomb.glob("samples_*")).unlink()
+    gz = gzip_repeating(bomb / f"samples_{TASK}_2026-11-30T05-00-00.000000.jsonl.gz", unit, total)
+    assert gz.stat().st_size < 1_200_000
+    make_submission(subs, rows, model="acme/good")
+    outcome = validate_all(subs, tasks=TASKS, cache=cache)
+    assert [s.meta["model"] for s in outcome.accepted] == ["acme/good"]
+    ((_, (problem,)),) = outcome.refused
+    assert problem.rule == "size" and "128" in problem.message, problem
+
+
+# -- 4. identity ----------------------------------------------------------------------------
+
+
+def test_the_first_entry_keeps_its_place_against_a_case_changed_copy(tmp_path, rows, cache):
+    subs, site = tmp_path / "subs", tmp_path / "site"
+    make_submission(subs, rows, model="phasebench/tiny-random-llama")
+    assert _build(subs, site, cache) == 0
+    copy = subs / "phasebench__Tiny-Random-Llama" / REVISION
+    shutil.copytree(subs / "phasebench__tiny-random-llama" / REVISION, copy)
+    meta = yaml.safe_load((copy / "submission.yaml").read_text())
+    meta["model"] = "phasebench/Tiny-Random-Llama"
+    (copy / "submission.yaml").write_text(yaml.safe_dump(meta))
+    assert _build(subs, site, cache) == 0  # the earlier site says who was there first
+    board = json.loads((site / "leaderboard.json").read_text())
+    assert [r["model"] for r in board["rows"]] == ["phasebench/tiny-random-llama"]
+    ((refused),) = board["rejections"]["refused"]
+    assert refused["submission"] == f"phasebench__Tiny-Random-Llama/{REVISION}"
+    assert refused["problems"][0]["rule"] == "duplicate"
+
+
+def test_without_an_earlier_board_the_earlier_run_comes_first(tmp_path, rows, cache):
+    subs = tmp_path / "subs"
+    make_submission(subs, rows, model="acme/m")
+    copy = make_submission(subs, rows, model="ACME/M")
+    _edit_results(copy, date=LATER)
+    outcome = validate_all(subs, tasks=TASKS, cache=cache)
+    assert [s.meta["model"] for s in outcome.accepted] == ["acme/m"]
+    assert _outcome_rules(outcome) == {f"ACME__M/{REVISION}": "duplicate"}
+    # Unicode look-alikes are one model too (NFKC): refused by the schema's ASCII-only names
+    from phasebench.leaderboard.identity import canonical_model
+
+    assert canonical_model("Ａcme/M") == canonical_model("acme/m")
+
+
+def test_a_third_party_cannot_retire_an_entry(tmp_path, rows, cache):
+    subs = tmp_path / "subs"
+    make_submission(subs, rows, model="acme/m", meta={"contact": "owner@acme.example"})
+    usurper = make_submission(subs, rows, model="acme/m", revision=REVISION_B, meta={
+        "contact": "mallory@evil.example", "supersedes": REVISION})  # fmt: skip
+    _edit_results(usurper, date=LATER)
+    outcome = validate_all(subs, tasks=TASKS, cache=cache)
+    assert [s.meta["revision"] for s in outcome.accepted] == [REVISION]
+    assert not outcome.superseded
+    ((name, (problem,)),) = outcome.refused
+    assert name == f"acme__m/{REVISION_B}" and problem.rule == "supersedes"
+    assert "contact" in problem.message
+    # the owner (same contact, a later run) may replace it
+    meta = yaml.safe_load((usurper / "submission.yaml").read_text())
+    meta["contact"] = "Owner@acme.example "
+    (usurper / "submission.yaml").write_text(yaml.safe_dump(meta))
+    outcome = validate_all(subs, tasks=TASKS, cache=cache)
+    assert [s.meta["revision"] for s in outcome.accepted] == [REVISION_B]
+    assert outcome.superseded == [(f"acme__m/{REVISION}", f"acme__m/{REVISION_B}")]
+    # ... but not with a run older than the entry it replaces
+    _edit_results(usurper, date=LATER - 2 * 86400)
+    outcome = validate_all(subs, tasks=TASKS, cache=cache)
+    assert _outcome_rules(outcome) == {f"acme__m/{REVISION_B}": "supersedes"}
+
+
+def test_long_names_get_their_own_pages_and_csv_cells_are_not_formulas(tmp_path, rows, cache):
+    subs, site = tmp_path / "subs", tmp_path / "site"
+    org, name = "o" * 96, "n" * 95
+    for last in "ab":
+        make_submission(subs, rows, model=f"{org}/{name}{last}")
+    formula = '=HYPERLINK("http://evil.example","x")'
+    make_submission(subs, rows, model="acme/formula", meta={"kv_cache": formula})
+    assert _build(subs, site, cache) == 0
+    board = json.loads((site / "leaderboard.json").read_text())
+    pages = {r["model"]: r["page"] for r in board["rows"]}
+    assert len(set(pages.values())) == 3
+    for model, page in pages.items():
+        assert model in (site / page).read_text()
+    with open(site / "leaderboard.csv", newline="") as handle:
+        cells = [cell for row in csv.reader(handle) for cell in row]
+    assert formula not in cells and "'" + formula in cells
+    assert not any(c[:1] in ("=", "+", "@", "\t", "\r") for c in cells)
+
+
+def test_rows_say_recomputed_and_a_maintainer_marks_reproduced(tmp_path, rows, cache, capsys):
+    subs, site = tmp_path / "subs", tmp_path / "site"
+    folder = make_submission(subs, rows, model="acme/m")
+    make_submission(subs, rows, model="acme/other")
+    assert main(["leaderboard", "mark-reproduced", str(folder), "--by", "Ada Maintainer",
+                 "--note", "re-ran on 1 GPU; same samples"]) == 0  # fmt: skip
+    mark = yaml.safe_load((folder / "reproduced.yaml").read_text())
+    assert mark["reproduced_by"] == "Ada Maintainer" and set(mark["files"]) == {
+        p.name for p in folder.glob("*_*") if p.name != "reproduced.yaml"
+    }
+    assert _build(subs, site, cache) == 0
+    board = json.loads((site / "leaderboard.json").read_text())
+    evidence = {r["model"]: r["evidence"] for r in board["rows"]}
+    assert evidence == {"acme/m": "reproduced", "acme/other": "recomputed"}
+    row = next(r for r in board["rows"] if r["model"] == "acme/m")
+    assert row["reproduced"]["by"] == "Ada Maintainer"
+    index = (site / "index.html").read_text()
+    assert "recomputed from the submitted logs" in index and "reproduced by Ada Maintainer" in index
+    page = (site / row["page"]).read_text()
+    assert "reproduced by Ada Maintainer" in page
+    # a mark does not survive a change to the files it vouches for
+    samples = next(folder.glob("samples_*"))
+    samples.write_bytes(samples.read_bytes() + b"\n")
+    assert main(["leaderboard", "validate", str(subs), "--quiet", "--cache", str(cache)]) == 1
+    assert "[reproduced]" in capsys.readouterr().out
+    # and the command refuses a folder that is not a submission
+    assert main(["leaderboard", "mark-reproduced", str(tmp_path), "--by", "x"]) == 2
+
+
+# -- 2. build --out never destroys what it did not make ----------------------------------------
+
+
+def test_build_out_refuses_folders_it_did_not_make(tmp_path, rows, cache, capsys, monkeypatch):
+    subs = tmp_path / "subs"
+    make_submission(subs, rows, model="acme/m")
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    foreign = tmp_path / "notes"
+    foreign.mkdir()
+    (foreign / "keep.txt").write_text("mine")
+    monkeypatch.chdir(tmp_path)
+    for out in (str(subs), ".", str(foreign), str(subs / "site"), str(subs / "acme__m")):
+        assert _build(subs, Path(out), cache) == 2, out
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    after = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if "notes" not in p.parts)
+    assert after == before and (foreign / "keep.txt").read_text() == "mine"
+    site = tmp_path / "site"
+    assert _build(subs, site, cache) == 0
+    (site / "index.html").write_text("old")
+    assert _build(subs, site, cache) == 0  # an earlier site is replaced
+    assert "old" != (site / "index.html").read_text()
+
+
+def test_validate_report_into_a_missing_folder_is_one_line(tmp_path, rows, cache, capsys):
+    subs = tmp_path / "subs"
+    make_submission(subs, rows, model="acme/m")
+    target = tmp_path / "missing" / "x.json"
+    code = main(["leaderboard", "validate", str(subs), "--quiet", "--report", str(target)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and "missing" in err
+    assert not (tmp_path / "missing").exists()
+
+
+# -- the whole corpus --------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_the_hostile_corpus_builds_and_lists_every_refusal(tmp_path, rows, cache, monkeypatch):
+    work = tmp_path / "work"
+    subs = work / "subs"
+    marker = tmp_path / "MARKER"
+    expected = build_corpus(subs, rows, work, marker)
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("HF_HUB_CACHE", str(work / "hf-cache"))
+    site = tmp_path / "site"
+    assert _build(subs, site, cache) == 0
+    assert not marker.exists()
+    board = json.loads((site / "leaderboard.json").read_text())
+    report = board["rejections"]
+    refused = {r["submission"]: r["problems"][0]["rule"] for r in report["refused"]}
+    superseded = {s["submission"] for s in report["superseded"]}
+    for name, rule in expected.items():
+        if rule is None:
+            assert name in report["accepted"], (name, refused.get(name))
+        elif rule == "superseded":
+            assert name in superseded, name
+        else:
+            assert refused.get(name) == rule, (name, refused.get(name))
+    assert len(report["accepted"]) == sum(rule is None for rule in expected.values())
+    assert len(refused) == sum(r not in (None, "superseded") for r in expected.values())
+    assert {r["evidence"] for r in board["rows"]} == {"recomputed"}
