@@ -11,11 +11,14 @@ hands the very same arguments to lm-eval.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from phasebench.errors import EvalError
 from phasebench.lmeval.tasks import MAX_GEN_TOKS
 from phasebench.resources import resource_dir
+from phasebench.samples import SAMPLES_NAME
 
 #: lm-eval task name -> split family; the group ``phasebench`` runs all three.
 TASK_FAMILIES = {"phasebench_niah": "niah", "phasebench_kv": "kv", "phasebench_code": "code"}
@@ -128,9 +131,42 @@ def prepare(ns: Any) -> None:
         check_fits(family, longest, generation_budget(family, ns.gen_kwargs), max_length)
 
 
-def run_eval(argv: Sequence[str]) -> None:
+@dataclass(frozen=True)
+class EvalOutput:
+    """What one ``phasebench eval`` run left on disk: lm-eval's ``--output_path`` (None when
+    not given), whether ``--log_samples`` was on, and the per-sample logs this run wrote
+    (``samples_<task>_<date>.jsonl``; files of earlier runs in the same folder are not listed)."""
+
+    output_path: str | None
+    log_samples: bool
+    samples_files: tuple[Path, ...]
+
+
+def _output_folder(output_path: str) -> Path:
+    """Where lm-eval writes its files: ``<output_path>/<model>/``, or beside a ``.json`` path."""
+    path = Path(output_path)
+    return path.parent if path.suffix == ".json" else path
+
+
+def _samples_files(output_path: str | None) -> dict[Path, int]:
+    if not output_path:
+        return {}
+    folder = _output_folder(output_path)
+    if not folder.is_dir():
+        return {}
+    found = {}
+    for f in folder.rglob("samples_*"):
+        if SAMPLES_NAME.match(f.name) and f.is_file() and not f.is_symlink():
+            found[f] = f.stat().st_mtime_ns
+    return found
+
+
+def run_eval(argv: Sequence[str]) -> EvalOutput:
     """Run lm-eval's CLI on ``argv`` with the phasebench tasks folder included, after
-    :func:`prepare` has built the splits and checked that nothing will be truncated."""
+    :func:`prepare` has built the splits and checked that nothing will be truncated.
+
+    Returns where lm-eval put this run's per-sample logs, found by comparing the output folder
+    before and after (lm-eval names them by the moment it saves, which it does not return)."""
     from phasebench.lmeval import compat
 
     compat.check_version()
@@ -142,4 +178,18 @@ def run_eval(argv: Sequence[str]) -> None:
             "phasebench eval adds --include_path itself; call lm_eval directly to combine "
             "task folders (lm_eval --include_path DIR ... with DIR from `phasebench tasks-dir`)"
         )
-    compat.run_cli(["run", *args, "--include_path", tasks_dir()], before=prepare)
+    seen: dict[Path, int] = {}
+
+    def before(ns: Any) -> None:
+        seen.update(_samples_files(getattr(ns, "output_path", None)))
+        prepare(ns)
+
+    ns = compat.run_cli(["run", *args, "--include_path", tasks_dir()], before=before)
+    output_path = getattr(ns, "output_path", None) or None
+    after = _samples_files(output_path)
+    written = sorted(f for f, mtime in after.items() if seen.get(f) != mtime)
+    return EvalOutput(
+        output_path=str(output_path) if output_path else None,
+        log_samples=bool(getattr(ns, "log_samples", False)),
+        samples_files=tuple(written),
+    )
