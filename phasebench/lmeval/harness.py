@@ -25,6 +25,15 @@ TASK_FAMILIES = {"phasebench_niah": "niah", "phasebench_kv": "kv", "phasebench_c
 GROUP = "phasebench"
 #: lm-eval's ``hf`` backend default when neither the arguments nor the config name a length.
 HF_DEFAULT_MAX_LENGTH = 2048
+#: lm-eval's OpenAI-style backends (``TemplateAPI``): the context is ``max_length`` in
+#: ``--model_args`` (default 2048), of which lm-eval keeps one token back.
+API_BACKENDS = (
+    "local-completions",
+    "local-chat-completions",
+    "openai-completions",
+    "openai-chat-completions",
+)
+API_DEFAULT_MAX_LENGTH = 2048
 
 
 def tasks_dir() -> str:
@@ -44,13 +53,17 @@ def requested_families(tasks: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def model_max_length(model_args: Mapping[str, Any]) -> int:
+def model_max_length(model_args: Mapping[str, Any], backend: str | None = None) -> int:
     """The context length lm-eval's backend will use, read the way the backend reads it.
 
-    ``max_length`` (hf) or ``max_model_len`` (vllm) when given; otherwise the model config's
+    API backends (:data:`API_BACKENDS`): ``max_length`` (default 2048) minus the one token
+    lm-eval keeps back; the server's own context must be at least that. Others: ``max_length``
+    (hf) or ``max_model_len`` (vllm) when given; otherwise the model config's
     ``n_positions``/``max_position_embeddings``/``n_ctx`` and the tokenizer's
     ``model_max_length`` through lm-eval's own ``resolve_max_length``, default 2048.
     """
+    if backend in API_BACKENDS:
+        return int(model_args.get("max_length") or API_DEFAULT_MAX_LENGTH) - 1
     for key in ("max_length", "max_model_len"):
         if model_args.get(key):
             return int(model_args[key])
@@ -120,7 +133,7 @@ def prepare(ns: Any) -> None:
         if getattr(ns, "system_instruction", None):
             metadata["system_instruction"] = ns.system_instruction
         ns.metadata = metadata  # the tasks relabel phases for the templated sequence
-    max_length = model_max_length(model_args)
+    max_length = model_max_length(model_args, getattr(ns, "model", None))
     for family in families:
         split = resolve_split(family, **(model_args | metadata))
         # the prompt as the model receives it (code: the anchor is the prompt's token count)
