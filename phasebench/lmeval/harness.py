@@ -147,8 +147,9 @@ def prepare(ns: Any) -> None:
 @dataclass(frozen=True)
 class EvalOutput:
     """What one ``phasebench eval`` run left on disk: lm-eval's ``--output_path`` (None when
-    not given), whether ``--log_samples`` was on, and the per-sample logs this run wrote
-    (``samples_<task>_<date>.jsonl``; files of earlier runs in the same folder are not listed)."""
+    not given), whether ``--log_samples`` was on, and the per-sample logs of phasebench tasks
+    this run wrote (``samples_<task>_<date>.jsonl``; files of earlier runs in the same folder
+    and of other tasks are not listed)."""
 
     output_path: str | None
     log_samples: bool
@@ -169,7 +170,9 @@ def _samples_files(output_path: str | None) -> dict[Path, int]:
         return {}
     found = {}
     for f in folder.rglob("samples_*"):
-        if SAMPLES_NAME.match(f.name) and f.is_file() and not f.is_symlink():
+        name = SAMPLES_NAME.match(f.name)
+        # only phasebench tasks: a run may mix in other lm-eval tasks
+        if name and name["task"] in TASK_FAMILIES and f.is_file() and not f.is_symlink():
             found[f] = f.stat().st_mtime_ns
     return found
 
