@@ -3,11 +3,14 @@ bound to 127.0.0.1, started and stopped by the test, and a pass-through proxy in
 records every request and response, so a test can see exactly what lm-eval sent and what the
 server says it fed the model.
 
-llama-cpp-python has no prebuilt CPU wheel on PyPI: ``pip install`` compiles llama.cpp (about
-40 minutes on two busy cores; pip's wheel cache makes later installs take seconds). The server's
-interpreter is, in this order: ``$PHASEBENCH_LLAMA_SERVER_PYTHON``; the test interpreter if it
-has ``llama_cpp.server``; else a venv made once under ``$PHASEBENCH_TEST_CACHE`` (default
-``~/.cache/phasebench-tests``) with :data:`LLAMA_CPP_REQUIREMENT` installed into it.
+llama-cpp-python has no prebuilt CPU wheel on PyPI: ``pip install`` compiles llama.cpp, about 45
+minutes on two busy cores (pip's wheel cache makes later installs take seconds). It must be
+built with :data:`LLAMA_CPP_CMAKE_ARGS`: a native build uses the CPU's AMX tile instructions for
+quantized weights, which this CPU advertises but the sandbox refuses (SIGILL on ``tilezero`` in
+``ggml_backend_amx_mul_mat`` at the first completion). The server's interpreter is, in this
+order: ``$PHASEBENCH_LLAMA_SERVER_PYTHON``; the test interpreter if it has ``llama_cpp.server``;
+else a venv made once under ``$PHASEBENCH_TEST_CACHE`` (default ``~/.cache/phasebench-tests``)
+with :data:`LLAMA_CPP_REQUIREMENT` built and installed into it.
 """
 
 from __future__ import annotations
@@ -32,6 +35,10 @@ from pathlib import Path
 from typing import Any
 
 LLAMA_CPP_REQUIREMENT = "llama-cpp-python[server]==0.3.36"
+#: A portable AVX2 build without AMX (see the module docstring).
+LLAMA_CPP_CMAKE_ARGS = (
+    "-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON"
+)
 STARTUP_SECONDS = 180
 REQUEST_SECONDS = 600
 
@@ -48,16 +55,19 @@ def server_python() -> str:
         return given
     if importlib.util.find_spec("llama_cpp") is not None:
         return sys.executable
-    env_dir = test_cache() / "llama-cpp-python-0.3.36"
+    env_dir = test_cache() / "llama-cpp-python-0.3.36-avx2"
     python = env_dir / "bin" / "python"
     probe = [str(python), "-c", "import llama_cpp.server"]
     if python.exists() and subprocess.run(probe, capture_output=True).returncode == 0:
         return str(python)
     venv.create(env_dir, with_pip=True, clear=True)
     subprocess.run(
+        # --no-cache-dir: pip's wheel cache is keyed by the sdist, not by CMAKE_ARGS, and could
+        # hand back a native (AMX) build made elsewhere
         [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q",
-         LLAMA_CPP_REQUIREMENT],
-        check=True, timeout=3 * 3600, env={**os.environ, "CMAKE_BUILD_PARALLEL_LEVEL": "2"},
+         "--no-cache-dir", LLAMA_CPP_REQUIREMENT],
+        check=True, timeout=3 * 3600,
+        env={**os.environ, "CMAKE_ARGS": LLAMA_CPP_CMAKE_ARGS, "CMAKE_BUILD_PARALLEL_LEVEL": "2"},
     )  # fmt: skip
     return str(python)
 
