@@ -164,11 +164,13 @@ def _bibtex(text: str) -> str:
 
 
 def test_one_citation_everywhere(repo):
-    """The card, the task folder's README and CITATION.cff cite the same study the same way."""
+    """The card, the task folder's README, the README and CITATION.cff cite the same study the
+    same way."""
     import yaml
 
     card = _bibtex((repo / "README.md").read_text())
     assert card == _bibtex((ROOT / "tasks" / "README.md").read_text())
+    assert card == _bibtex((ROOT / "README.md").read_text())
     assert (
         "author        = {Zhu, Xingyu and others}" in card
         and "eprint        = {2609.36322}" in card
