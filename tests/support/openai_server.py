@@ -3,8 +3,8 @@ bound to 127.0.0.1, started and stopped by the test, and a pass-through proxy in
 records every request and response, so a test can see exactly what lm-eval sent and what the
 server says it fed the model.
 
-llama-cpp-python has no prebuilt CPU wheel on PyPI: ``pip install`` compiles llama.cpp, about 45
-minutes on two busy cores (pip's wheel cache makes later installs take seconds). It must be
+llama-cpp-python has no prebuilt CPU wheel on PyPI: ``pip install`` compiles llama.cpp, 29 minutes
+on two busy cores for the build below (47 for a native one). It must be
 built with :data:`LLAMA_CPP_CMAKE_ARGS`: a native build uses the CPU's AMX tile instructions for
 quantized weights, which this CPU advertises but the sandbox refuses (SIGILL on ``tilezero`` in
 ``ggml_backend_amx_mul_mat`` at the first completion). The server's interpreter is, in this
