@@ -44,6 +44,7 @@ __all__ = [
     "load_runs",
     "merge_reports",
     "render_tables",
+    "runs_from_files",
     "write_json",
     "write_plots",
 ]
@@ -97,6 +98,20 @@ def load_runs(paths: Sequence[str | Path]) -> tuple[list[Run], list[dict[str, An
             runs.append(_read_run(folder, by_folder[folder]))
     _unique_names(runs)
     return runs, reports
+
+
+def runs_from_files(files: Sequence[str | Path]) -> list[Run]:
+    """The runs made of exactly these ``samples_<task>_<date>.jsonl`` files, one per folder
+    (``phasebench eval`` summarises the files its lm-eval run wrote, not older ones beside)."""
+    by_folder: dict[Path, list[Path]] = defaultdict(list)
+    for raw in files:
+        path = Path(raw)
+        if not SAMPLES_NAME.match(path.name):
+            raise SamplesError(f"{path} is not an lm-eval samples_<task>_<date>.jsonl file")
+        by_folder[path.parent].append(path)
+    runs = [_read_run(folder, by_folder[folder]) for folder in sorted(by_folder)]
+    _unique_names(runs)
+    return runs
 
 
 def _samples_next_to(results_file: Path) -> list[Path]:

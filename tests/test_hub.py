@@ -19,6 +19,7 @@ import pyarrow.parquet as pq  # noqa: E402
 import pytest  # noqa: E402
 
 from phasebench import build, hub  # noqa: E402
+from phasebench._version import __version__  # noqa: E402
 from phasebench.build import generate, iter_rows, read_manifest  # noqa: E402
 from phasebench.cli import main  # noqa: E402
 from phasebench.errors import PhasebenchError, TokenizerError  # noqa: E402
@@ -27,6 +28,7 @@ from support.fakehub import FakeHub, serve, tree  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
+ROOT = Path(__file__).resolve().parent.parent
 HUB_NAME = re.compile(r"^\w+(\.\w+)*$")
 FAMILY_LENGTHS = {"kv": (256, 512), "niah": (256, 512), "code": (0, 256)}
 N_BASE = {"kv": 16, "niah": 16, "code": 4}  # code: 4 items x 4 padding styles x 16 lengths
@@ -103,7 +105,10 @@ def test_card_parses_with_hub_classes(repo):
     assert isinstance(card.data, DatasetCardData)
     data = card.data.to_dict()
     assert data["license"] == "apache-2.0"
-    assert data["language"] == ["en"]
+    assert data["language"] == ["en", "code"]  # the fixture has a code config
+    assert data["annotations_creators"] == ["machine-generated"]
+    assert data["language_creators"] == ["machine-generated"]
+    assert data["task_ids"] == ["extractive-qa"]
     total = sum(c["rows"] for c in hub.read_index(repo)["configs"])
     assert total == 4 * 128 + 2 * 256 and data["size_categories"] == ["1K<n<10K"]
     assert data["task_categories"] == ["question-answering", "text-generation"]
@@ -151,6 +156,32 @@ def test_card_body_numbers_come_from_manifests(repo, generated):
         "valid only for its tokenizer",
     ):
         assert needle in text, needle
+
+
+def _bibtex(text: str) -> str:
+    start = text.index("@misc{periodicweakspots2026")
+    return text[start : text.index("\n}", start) + 2]
+
+
+def test_one_citation_everywhere(repo):
+    """The card, the task folder's README, the README and CITATION.cff cite the same study the
+    same way."""
+    import yaml
+
+    card = _bibtex((repo / "README.md").read_text())
+    assert card == _bibtex((ROOT / "tasks" / "README.md").read_text())
+    assert card == _bibtex((ROOT / "README.md").read_text())
+    assert (
+        "author        = {Zhu, Xingyu and others}" in card
+        and "eprint        = {2609.36322}" in card
+    )
+    cff = yaml.safe_load((ROOT / "CITATION.cff").read_text())
+    assert cff["cff-version"] == "1.2.0" and cff["title"].startswith("phasebench")
+    (study,) = cff["references"]
+    assert study["title"] in card and study["year"] == 2026
+    assert study["authors"][0] == {"family-names": "Zhu", "given-names": "Xingyu"}
+    assert study["identifiers"][0]["value"] == "arXiv:2609.36322"
+    assert str(cff["version"]) == __version__
 
 
 def test_checked_in_example_card_is_current(repo):

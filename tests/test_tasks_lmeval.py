@@ -89,7 +89,8 @@ def test_wrapper_refuses_truncation(tiny_llama, tmp_path):
 
 def test_wrapper_runs_lm_eval_with_the_compact_metric_set(tiny_llama, tmp_path):
     """``phasebench eval`` passes every flag through, adds the tasks folder itself, and by
-    default reports the compact set: at most 6 metric rows at one length, worst phase first."""
+    default reports the compact set: at most 6 metric rows at one length, worst phase first.
+    After lm-eval's table it prints phasebench's own summary of the samples this run logged."""
     metadata = {"max_seq_lengths": [256], "n_base": 8, "phase_modulus": 4}
     proc = lm_eval(tmp_path, f"pretrained={tiny_llama},dtype=float32", "phasebench_kv", metadata,
                    wrapper=True, extra=["--gen_kwargs", "max_gen_toks=4"])  # fmt: skip
@@ -102,3 +103,27 @@ def test_wrapper_runs_lm_eval_with_the_compact_metric_set(tiny_llama, tmp_path):
     assert metrics == sorted(COMPACT_METRICS) and len(metrics) <= 6
     # the split was generated once, into the cache, before lm-eval started
     assert len(list((tmp_path / "cache" / "splits").glob("kv_256-*"))) == 1
+
+    # lm-eval's printed table: one row per metric, at most 6 for the task
+    printed = [line for line in proc.stdout.splitlines() if line.startswith("|")]
+    names = [cells[5].strip() for line in printed if len(cells := line.split("|")) > 6]
+    assert sorted(n for n in names if n in metrics) == sorted(metrics), printed
+    # then phasebench's summary, after lm-eval's table, from the same samples
+    tail = proc.stdout[proc.stdout.index(printed[-1]) :]
+    assert "phasebench summary of this run" in tail
+    assert "phasebench_kv  length 256" in tail and "phasebench report out" in tail
+    worst = next(line for line in tail.splitlines() if line.startswith("  worst phase"))
+    assert float(worst.split()[2]) == pytest.approx(100 * table["acc_worst_phase,none"], abs=0.05)
+    gap = next(line for line in tail.splitlines() if line.startswith("  gap"))
+    assert float(gap.split()[1]) == pytest.approx(100 * table["phase_gap,none"], abs=0.05)
+
+
+def test_wrapper_without_samples_says_how_to_get_the_summary(tiny_llama, tmp_path):
+    metadata = {"max_seq_lengths": [128], "n_base": 8, "phase_modulus": 4}
+    args = f"pretrained={tiny_llama},dtype=float32"
+    proc = lm_eval(tmp_path, args, "phasebench_kv", metadata, wrapper=True, log_samples=False,
+                   extra=["--gen_kwargs", "max_gen_toks=2"])  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    last = proc.stdout.strip().splitlines()[-1]
+    assert last.startswith("phasebench: per-phase summary") and "--log_samples" in last
+    assert "phasebench report OUT" in last and "worst phase " not in proc.stdout

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -12,10 +13,49 @@ from typing import Any
 from phasebench.leaderboard.collect import RawSubmission
 from phasebench.leaderboard.schema import VERSION_TEXT
 
+#: A value another machine can use as it is: a Hub id (``org/name``) or a plain name or number.
+_PORTABLE = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9._-]*/)?[A-Za-z0-9][A-Za-z0-9._+=:-]*$")
+#: Model arguments that name the model or its tokenizer: always taken from submission.yaml.
+_IDENTITY_ARGS = ("pretrained", "model", "revision", "tokenizer")
+
+
+def portable_model_args(raw: RawSubmission, logged: Any) -> str:
+    """``--model_args`` another machine can run: the model and revision from submission.yaml,
+    the tokenizer arguments it declares, then the run's other logged arguments (``dtype``,
+    ``max_length``, ...) whose values are portable. Local paths (``pretrained=/home/...``,
+    ``.../site-packages/...``) never reach the page."""
+    args: dict[str, str] = {
+        "pretrained": str(raw.meta["model"]),
+        "revision": str(raw.meta["revision"]),
+    }
+    if isinstance(logged, str):  # older lm-eval versions log the argument string
+        logged = dict(part.split("=", 1) for part in logged.split(",") if "=" in part)
+    if not isinstance(logged, dict):
+        logged = {}
+    tokenizer = raw.meta.get("tokenizer") or {}
+    name = str(tokenizer.get("name") or "")
+    if logged.get("tokenizer") and "/" in name and _PORTABLE.match(name):
+        args["tokenizer"] = name  # the run named a tokenizer: its Hub id, never a folder
+    for key, value in sorted((tokenizer.get("args") or {}).items()):
+        if key not in args and _PORTABLE.match(str(value)):
+            args[str(key)] = str(value)
+    for key, value in logged.items():
+        text = str(value)
+        if (
+            key not in args
+            and key not in _IDENTITY_ARGS
+            and isinstance(value, str | int | float)
+            and _PORTABLE.match(text)
+            and len(text) <= 100
+        ):
+            args[str(key)] = text
+    return ",".join(f"{k}={v}" for k, v in args.items())
+
 
 def command(raw: RawSubmission, results: dict, tasks: Sequence[str]) -> str:
-    """The ``phasebench eval`` line that reproduces one results file: its real model arguments
-    and the phasebench knobs of its ``--metadata``."""
+    """The ``phasebench eval`` line that reproduces one results file, with portable model
+    arguments only (:func:`portable_model_args`) and the phasebench knobs of its
+    ``--metadata``."""
     config = results.get("config") or {}
     metadata = ((results.get("configs") or {}).get(tasks[0]) or {}).get("metadata") or {}
     knobs = {
@@ -23,16 +63,7 @@ def command(raw: RawSubmission, results: dict, tasks: Sequence[str]) -> str:
         for k in ("max_seq_lengths", "phase_modulus", "n_base", "seed")
         if k in metadata
     }
-    model_args = config.get("model_args")  # what the run really used (local paths included)
-    if isinstance(model_args, dict):  # lm-eval 0.4.13 logs the parsed arguments
-        model_args = ",".join(
-            f"{k}={v}" for k, v in model_args.items() if isinstance(v, str | int | float)
-        )
-    if not isinstance(model_args, str) or not model_args or len(model_args) > 500:
-        model_args = f"pretrained={raw.meta['model']},revision={raw.meta['revision']}"
-        for name, value in sorted((raw.meta["tokenizer"].get("args") or {}).items()):
-            if name != "revision":
-                model_args += f",{name}={value}"
+    model_args = portable_model_args(raw, config.get("model_args"))
     command = [
         "phasebench", "eval", "--model", str(raw.meta["backend"]), "--model_args", model_args,
         "--tasks", ",".join(tasks), "--log_samples", "--output_path", "out",

@@ -7,6 +7,7 @@ the only script is the local ``leaderboard.js``. Nothing is loaded from the netw
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 from collections.abc import Mapping, Sequence
@@ -20,6 +21,8 @@ from phasebench.atomic import atomic_write_text, check_replaceable, staged_folde
 from phasebench.errors import OutputError
 
 ASSETS = ("leaderboard.js", "style.css")
+#: Pages rendered from the method and the rules alone (no rows).
+STATIC_PAGES = ("about.html", "submit.html")
 #: The file that marks a folder as a phasebench site: ``build_site`` replaces only such a folder
 #: (or an empty one), never anything else.
 SITE_MARKER = ".phasebench-site"
@@ -34,18 +37,38 @@ def environment() -> jinja2.Environment:
         keep_trailing_newline=True,
     )
     env.filters["pct"] = _pct
+    env.filters["pp"] = _pp
     env.filters["ci"] = _ci
+    env.filters["ci_pp"] = functools.partial(_ci, unit=" pp")
+    env.filters["p"] = _p
+    env.filters["tokens"] = _tokens
     return env
 
 
+# Every value carries its unit: accuracies in %, gaps (differences of two percentages) in
+# percentage points, periods in tokens. These format numbers; they never compute one.
+
+
 def _pct(value: Any, digits: int = 1) -> str:
-    return "—" if value is None else f"{100 * value:.{digits}f}"
+    return "—" if value is None else f"{100 * value:.{digits}f}%"
 
 
-def _ci(interval: Sequence[Any] | None) -> str:
+def _pp(value: Any) -> str:
+    return "—" if value is None else f"{100 * value:.1f} pp"
+
+
+def _ci(interval: Sequence[Any] | None, unit: str = "%") -> str:
     if not interval or interval[0] is None or interval[1] is None:
         return ""
-    return f"[{100 * interval[0]:.1f}, {100 * interval[1]:.1f}]"
+    return f"[{100 * interval[0]:.1f}–{100 * interval[1]:.1f}{unit}]"
+
+
+def _p(value: Any) -> str:
+    return "—" if value is None else f"{value:.3g}"
+
+
+def _tokens(value: Any) -> str:
+    return "—" if value is None else f"{value} tokens"
 
 
 # -- plots --------------------------------------------------------------------------------------
@@ -120,21 +143,22 @@ def margin_strip_svg(code: Mapping[str, Any], title: str) -> str:
 
 
 def scatter_svg(rows: Sequence[Mapping[str, Any]], title: str) -> str:
-    """Average against worst phase, with y = x: distance below the line is what averages hide."""
+    """Average against the cross-fitted worst phase (the ranked number), with y = x: distance
+    below the line is what averages hide."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(4.2, 4.0))
     ax.plot([0, 100], [0, 100], color="#969696", lw=1, ls="--", label="y = x")
     for row in rows:
-        if row.get("acc") is None or row.get("worst_phase") is None:
+        if row.get("acc") is None or row.get("worst_phase_crossfit") is None:
             continue
-        x, y = 100 * row["acc"], 100 * row["worst_phase"]
+        x, y = 100 * row["acc"], 100 * row["worst_phase_crossfit"]
         ax.plot([x], [y], marker="o", color="#08519c")
         ax.annotate(row["model"].split("/")[-1], (x, y), fontsize=6, xytext=(3, 3),
                     textcoords="offset points")  # fmt: skip
     ax.set_xlim(-2, 102)
     ax.set_ylim(-2, 102)
     ax.set_xlabel("average (%)")
-    ax.set_ylabel("worst phase (%)")
+    ax.set_ylabel("worst phase, cross-fitted (%)")
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=7, frameon=False, loc="upper left")
     return _svg(fig)
@@ -181,21 +205,38 @@ def render_site(board: Mapping[str, Any], out: Path) -> list[Path]:
 
     boards = []
     for name in sorted({r["board"] for r in board["rows"]}):
-        members = [r for r in board["rows"] if r["board"] == name]
+        members = [r for r in board["rows"] if r["board"] == name]  # in score's rank order
         slug = _slug(name)
+        label = f"{members[0]['task']} @ {members[0]['length']} tokens"
         write(
             f"plots/{slug}-average-vs-worst.svg", scatter_svg(members, f"{name}: average vs worst")
         )
         write(f"plots/{slug}-phases.svg", heatmap_svg(members, f"{name}: accuracy per phase"))
-        boards.append({"name": name, "slug": slug})
+        boards.append(
+            {
+                "name": name,
+                "slug": slug,
+                "label": label,
+                "task": members[0]["task"],
+                "length": members[0]["length"],
+                "rows": members,
+            }
+        )
+    rows = [*board["rows"], *board.get("reported", [])]
+    kv_caches = sorted({str(r["kv_cache"]) for r in rows if r.get("kv_cache")})
 
     max_phases = max((len(r.get("per_phase") or []) for r in board["rows"]), default=0)
     write(
         "index.html",
         env.get_template("index.html.j2").render(
-            board=board, boards=boards, max_phases=max_phases, root="."
+            board=board, boards=boards, kv_caches=kv_caches, max_phases=max_phases, root="."
         ),
     )
+    for name in STATIC_PAGES:
+        page = env.get_template(f"{name}.j2").render(method=board.get("method", {}), root=".")
+        write(name, page)
+    schema = resources.files("phasebench.leaderboard") / "submission.schema.json"
+    write("submission.schema.json", schema.read_text(encoding="utf-8"))
     for page, detail in sorted(board["models"].items()):
         plots = []
         for entry in detail["boards"]:

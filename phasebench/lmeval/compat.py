@@ -62,9 +62,10 @@ def check_version() -> str:
 # -- CLI --------------------------------------------------------------------------------------
 
 
-def run_cli(argv: Sequence[str], before: Callable[[Any], None] | None = None) -> None:
+def run_cli(argv: Sequence[str], before: Callable[[Any], None] | None = None) -> Any:
     """Parse ``argv`` with lm-eval's own parser (``lm_eval run ...``), let ``before`` inspect
-    and adjust the parsed namespace, then execute it as lm-eval's CLI would."""
+    and adjust the parsed namespace, then execute it as lm-eval's CLI would. Returns the
+    namespace (``output_path``, ``log_samples``, ...)."""
     from lm_eval._cli.harness import HarnessCLI
     from lm_eval.utils import setup_logging
 
@@ -74,6 +75,7 @@ def run_cli(argv: Sequence[str], before: Callable[[Any], None] | None = None) ->
     if before is not None:
         before(namespace)
     cli.execute(namespace)
+    return namespace
 
 
 def run_legacy_cli() -> None:

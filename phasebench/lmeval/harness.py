@@ -11,17 +11,29 @@ hands the very same arguments to lm-eval.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from phasebench.errors import EvalError
 from phasebench.lmeval.tasks import MAX_GEN_TOKS
 from phasebench.resources import resource_dir
+from phasebench.samples import SAMPLES_NAME
 
 #: lm-eval task name -> split family; the group ``phasebench`` runs all three.
 TASK_FAMILIES = {"phasebench_niah": "niah", "phasebench_kv": "kv", "phasebench_code": "code"}
 GROUP = "phasebench"
 #: lm-eval's ``hf`` backend default when neither the arguments nor the config name a length.
 HF_DEFAULT_MAX_LENGTH = 2048
+#: lm-eval's OpenAI-style backends (``TemplateAPI``): the context is ``max_length`` in
+#: ``--model_args`` (default 2048), of which lm-eval keeps one token back.
+API_BACKENDS = (
+    "local-completions",
+    "local-chat-completions",
+    "openai-completions",
+    "openai-chat-completions",
+)
+API_DEFAULT_MAX_LENGTH = 2048
 
 
 def tasks_dir() -> str:
@@ -41,13 +53,17 @@ def requested_families(tasks: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def model_max_length(model_args: Mapping[str, Any]) -> int:
+def model_max_length(model_args: Mapping[str, Any], backend: str | None = None) -> int:
     """The context length lm-eval's backend will use, read the way the backend reads it.
 
-    ``max_length`` (hf) or ``max_model_len`` (vllm) when given; otherwise the model config's
+    API backends (:data:`API_BACKENDS`): ``max_length`` (default 2048) minus the one token
+    lm-eval keeps back; the server's own context must be at least that. Others: ``max_length``
+    (hf) or ``max_model_len`` (vllm) when given; otherwise the model config's
     ``n_positions``/``max_position_embeddings``/``n_ctx`` and the tokenizer's
     ``model_max_length`` through lm-eval's own ``resolve_max_length``, default 2048.
     """
+    if backend in API_BACKENDS:
+        return int(model_args.get("max_length") or API_DEFAULT_MAX_LENGTH) - 1
     for key in ("max_length", "max_model_len"):
         if model_args.get(key):
             return int(model_args[key])
@@ -117,7 +133,7 @@ def prepare(ns: Any) -> None:
         if getattr(ns, "system_instruction", None):
             metadata["system_instruction"] = ns.system_instruction
         ns.metadata = metadata  # the tasks relabel phases for the templated sequence
-    max_length = model_max_length(model_args)
+    max_length = model_max_length(model_args, getattr(ns, "model", None))
     for family in families:
         split = resolve_split(family, **(model_args | metadata))
         # the prompt as the model receives it (code: the anchor is the prompt's token count)
@@ -128,9 +144,45 @@ def prepare(ns: Any) -> None:
         check_fits(family, longest, generation_budget(family, ns.gen_kwargs), max_length)
 
 
-def run_eval(argv: Sequence[str]) -> None:
+@dataclass(frozen=True)
+class EvalOutput:
+    """What one ``phasebench eval`` run left on disk: lm-eval's ``--output_path`` (None when
+    not given), whether ``--log_samples`` was on, and the per-sample logs of phasebench tasks
+    this run wrote (``samples_<task>_<date>.jsonl``; files of earlier runs in the same folder
+    and of other tasks are not listed)."""
+
+    output_path: str | None
+    log_samples: bool
+    samples_files: tuple[Path, ...]
+
+
+def _output_folder(output_path: str) -> Path:
+    """Where lm-eval writes its files: ``<output_path>/<model>/``, or beside a ``.json`` path."""
+    path = Path(output_path)
+    return path.parent if path.suffix == ".json" else path
+
+
+def _samples_files(output_path: str | None) -> dict[Path, int]:
+    if not output_path:
+        return {}
+    folder = _output_folder(output_path)
+    if not folder.is_dir():
+        return {}
+    found = {}
+    for f in folder.rglob("samples_*"):
+        name = SAMPLES_NAME.match(f.name)
+        # only phasebench tasks: a run may mix in other lm-eval tasks
+        if name and name["task"] in TASK_FAMILIES and f.is_file() and not f.is_symlink():
+            found[f] = f.stat().st_mtime_ns
+    return found
+
+
+def run_eval(argv: Sequence[str]) -> EvalOutput:
     """Run lm-eval's CLI on ``argv`` with the phasebench tasks folder included, after
-    :func:`prepare` has built the splits and checked that nothing will be truncated."""
+    :func:`prepare` has built the splits and checked that nothing will be truncated.
+
+    Returns where lm-eval put this run's per-sample logs, found by comparing the output folder
+    before and after (lm-eval names them by the moment it saves, which it does not return)."""
     from phasebench.lmeval import compat
 
     compat.check_version()
@@ -142,4 +194,18 @@ def run_eval(argv: Sequence[str]) -> None:
             "phasebench eval adds --include_path itself; call lm_eval directly to combine "
             "task folders (lm_eval --include_path DIR ... with DIR from `phasebench tasks-dir`)"
         )
-    compat.run_cli(["run", *args, "--include_path", tasks_dir()], before=prepare)
+    seen: dict[Path, int] = {}
+
+    def before(ns: Any) -> None:
+        seen.update(_samples_files(getattr(ns, "output_path", None)))
+        prepare(ns)
+
+    ns = compat.run_cli(["run", *args, "--include_path", tasks_dir()], before=before)
+    output_path = getattr(ns, "output_path", None) or None
+    after = _samples_files(output_path)
+    written = sorted(f for f, mtime in after.items() if seen.get(f) != mtime)
+    return EvalOutput(
+        output_path=str(output_path) if output_path else None,
+        log_samples=bool(getattr(ns, "log_samples", False)),
+        samples_files=tuple(written),
+    )

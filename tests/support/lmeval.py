@@ -45,23 +45,28 @@ def lm_eval(
     out: str = "out",
     batch_size: int = 8,
     extra: Sequence[str] = (),
-    include_path: str | None = None,
+    include_path: str | None = str(ROOT / "tasks"),
     python: str | None = None,
     env: Mapping[str, str] | None = None,
     timeout: int = 1500,
+    log_samples: bool = True,
 ) -> subprocess.CompletedProcess:
     """Run lm-eval on ``tasks`` in ``work`` and return the finished process (output captured).
 
     ``wrapper=False``: ``python -m lm_eval`` with ``--include_path`` (the checkout's tasks/ by
-    default); ``wrapper=True``: ``python -m phasebench eval``, which adds the folder itself.
-    Per-sample logs go to ``work/out``; splits are cached in ``work/cache``."""
+    default; None: no ``--include_path``, for tasks inside lm-eval's own ``lm_eval/tasks/``);
+    ``wrapper=True``: ``python -m phasebench eval``, which adds the folder itself.
+    Per-sample logs go to ``work/out`` (``log_samples=False``: neither ``--log_samples`` nor
+    ``--output_path``); splits are cached in ``work/cache``."""
     command = [python or sys.executable, "-m"]
     command += ["phasebench", "eval"] if wrapper else ["lm_eval"]
     command += ["--model", model, "--model_args", model_args, "--tasks", tasks]
-    if not wrapper:
-        command += ["--include_path", include_path or str(ROOT / "tasks")]
+    if not wrapper and include_path is not None:
+        command += ["--include_path", include_path]
     command += ["--metadata", json.dumps(dict(metadata)), "--device", "cpu"]
-    command += ["--batch_size", str(batch_size), "--log_samples", "--output_path", out]
+    command += ["--batch_size", str(batch_size)]
+    if log_samples:
+        command += ["--log_samples", "--output_path", out]
     command += ["--seed", "0", *extra]
     return subprocess.run(
         command,

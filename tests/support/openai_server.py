@@ -1,0 +1,199 @@
+"""A real OpenAI-compatible server for end-to-end tests: llama-cpp-python's server on a GGUF file,
+bound to 127.0.0.1, started and stopped by the test, and a pass-through proxy in front of it that
+records every request and response, so a test can see exactly what lm-eval sent and what the
+server says it fed the model.
+
+llama-cpp-python has no prebuilt CPU wheel on PyPI: ``pip install`` compiles llama.cpp, 29 minutes
+on two busy cores for the build below (47 for a native one). It must be
+built with :data:`LLAMA_CPP_CMAKE_ARGS`: a native build uses the CPU's AMX tile instructions for
+quantized weights, which this CPU advertises but the sandbox refuses (SIGILL on ``tilezero`` in
+``ggml_backend_amx_mul_mat`` at the first completion). The server's interpreter is, in this
+order: ``$PHASEBENCH_LLAMA_SERVER_PYTHON``; the test interpreter if it has ``llama_cpp.server``;
+else a venv made once under ``$PHASEBENCH_TEST_CACHE`` (default ``~/.cache/phasebench-tests``)
+with :data:`LLAMA_CPP_REQUIREMENT` built and installed into it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import http.server
+import importlib.util
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+import venv
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+LLAMA_CPP_REQUIREMENT = "llama-cpp-python[server]==0.3.36"
+#: A portable AVX2 build without AMX (see the module docstring).
+LLAMA_CPP_CMAKE_ARGS = (
+    "-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON"
+)
+STARTUP_SECONDS = 180
+REQUEST_SECONDS = 600
+
+
+def test_cache() -> Path:
+    default = Path.home() / ".cache" / "phasebench-tests"
+    return Path(os.environ.get("PHASEBENCH_TEST_CACHE") or default)
+
+
+def server_python() -> str:
+    """An interpreter that can run ``python -m llama_cpp.server`` (see the module docstring)."""
+    given = os.environ.get("PHASEBENCH_LLAMA_SERVER_PYTHON")
+    if given:
+        return given
+    if importlib.util.find_spec("llama_cpp") is not None:
+        return sys.executable
+    env_dir = test_cache() / "llama-cpp-python-0.3.36-avx2"
+    python = env_dir / "bin" / "python"
+    probe = [str(python), "-c", "import llama_cpp.server"]
+    if python.exists() and subprocess.run(probe, capture_output=True).returncode == 0:
+        return str(python)
+    venv.create(env_dir, with_pip=True, clear=True)
+    subprocess.run(
+        # --no-cache-dir: pip's wheel cache is keyed by the sdist, not by CMAKE_ARGS, and could
+        # hand back a native (AMX) build made elsewhere
+        [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q",
+         "--no-cache-dir", LLAMA_CPP_REQUIREMENT],
+        check=True, timeout=3 * 3600,
+        env={**os.environ, "CMAKE_ARGS": LLAMA_CPP_CMAKE_ARGS, "CMAKE_BUILD_PARALLEL_LEVEL": "2"},
+    )  # fmt: skip
+    return str(python)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def post(url: str, payload: dict, timeout: float = REQUEST_SECONDS) -> Any:
+    request = urllib.request.Request(
+        url, data=json.dumps(payload).encode(), headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=timeout) as response:
+        return json.loads(response.read())
+
+
+@contextlib.contextmanager
+def llama_server(python: str, model: Path, log: Path, *, n_ctx: int = 2048) -> Iterator[str]:
+    """``python -m llama_cpp.server`` on ``model`` at 127.0.0.1 (one thread); yields its base
+    URL once ``/v1/models`` answers, and stops it (terminate, then kill) when the block ends."""
+    port = _free_port()
+    command = [
+        python, "-m", "llama_cpp.server", "--model", str(model), "--model_alias", "smollm2",
+        "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx), "--n_threads", "1",
+        "--n_threads_batch", "1", "--seed", "0",
+    ]  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"OMP_NUM_THREADS": "1"}
+    with open(log, "wb") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + STARTUP_SECONDS
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"llama_cpp.server exited: {log.read_text()[-3000:]}")
+            try:
+                with urllib.request.urlopen(f"{base}/v1/models", timeout=5):
+                    break
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                if time.monotonic() > deadline:
+                    tail = log.read_text()[-3000:]
+                    raise RuntimeError(f"llama_cpp.server did not start: {tail}") from None
+                time.sleep(0.5)
+        yield base
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=20)
+
+
+@dataclass
+class Exchange:
+    path: str
+    request: Any
+    response: Any
+
+
+@dataclass
+class Recorder:
+    exchanges: list[Exchange] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def on(self, path: str) -> list[Exchange]:
+        with self.lock:
+            return [e for e in self.exchanges if e.path == path]
+
+
+class _Proxy(http.server.BaseHTTPRequestHandler):
+    """Forwards each request to the server unchanged and records the JSON both ways."""
+
+    def __init__(self, *args: Any, target: str, recorder: Recorder, **kwargs: Any) -> None:
+        self.target = target
+        self.recorder = recorder
+        super().__init__(*args, **kwargs)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def _forward(self, method: str) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else None
+        request = urllib.request.Request(f"{self.target}{self.path}", data=body, method=method)
+        for name in ("Content-Type", "Authorization"):
+            if self.headers.get(name):
+                request.add_header(name, self.headers[name])
+        try:
+            with urllib.request.urlopen(request, timeout=REQUEST_SECONDS) as response:
+                status, data = response.status, response.read()
+                kind = response.headers.get("Content-Type", "application/json")
+        except urllib.error.HTTPError as error:
+            status, data = error.code, error.read()
+            kind = error.headers.get("Content-Type", "application/json")
+        try:
+            recorded = (json.loads(body) if body else None, json.loads(data))
+        except ValueError:
+            recorded = (body, data)
+        with self.recorder.lock:
+            self.recorder.exchanges.append(Exchange(self.path, *recorded))
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+        self._forward("GET")
+
+    def do_POST(self) -> None:  # noqa: N802
+        self._forward("POST")
+
+
+@contextlib.contextmanager
+def recording_proxy(target: str) -> Iterator[tuple[str, Recorder]]:
+    """A pass-through HTTP proxy to ``target`` on 127.0.0.1; yields (its URL, the recorder)."""
+    recorder = Recorder()
+    handler = functools.partial(_Proxy, target=target, recorder=recorder)
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}", recorder
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
