@@ -278,6 +278,7 @@ def test_mixed_build_publishes_the_good_and_reports_the_bad(tmp_path, rows, cach
     assert "reported, not reproduced" in index and "DeepSeek-V4-Flash-Base" in index
     table = pd.read_parquet(site / "leaderboard.parquet")
     assert list(table["model"]) == ["acme/good"] and "phase_7" in table.columns
+    assert {"worst_phase_crossfit", "worst_phase_crossfit_lo", "evidence"} <= set(table.columns)
     per_phase = pd.read_parquet(site / "per_phase.parquet")
     assert len(per_phase) == 8 and set(per_phase["phase"]) == set(range(8))
 

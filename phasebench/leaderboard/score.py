@@ -304,8 +304,9 @@ FLAT_COLUMNS = [
     "board", "task", "task_version", "length", "modulus", "n_base", "model", "revision",
     "precision", "backend", "kv_cache", "chat_template", "rank_worst", "rank_average", "acc",
     "acc_lo", "acc_hi", "worst_phase", "worst_phase_lo", "worst_phase_hi", "worst_phase_index",
-    "best_phase", "best_phase_index", "gap", "gap_lo", "gap_hi", "null_gap_mean", "null_gap_q95",
-    "p_value", "significant", "dominant_period", "phase_lock_rate", "lm_eval_version",
+    "worst_phase_crossfit", "worst_phase_crossfit_lo", "worst_phase_crossfit_hi", "best_phase",
+    "best_phase_index", "gap", "gap_lo", "gap_hi", "null_gap_mean", "null_gap_q95", "p_value",
+    "significant", "dominant_period", "phase_lock_rate", "lm_eval_version",
     "transformers_version", "phasebench_version", "date", "reported", "evidence",
 ]  # fmt: skip
 #: A cell starting with one of these is a formula to a spreadsheet.
