@@ -169,7 +169,7 @@ def evaluate_and_save(
     output_path: Path,
     model_name: str,
     batch_size: int | str = 32,
-    verbosity: str = "WARNING",
+    gen_kwargs: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """``lm_eval.simple_evaluate`` with per-sample logs, saved as lm-eval's CLI saves them
     (``output_path/<model_name>/results_<date>.json`` and ``samples_<task>_<date>.jsonl``).
@@ -185,17 +185,15 @@ def evaluate_and_save(
         model_args=dict(model_args),
         tasks=list(tasks),
         task_manager=TaskManager(
-            include_path=include_path,
-            metadata=dict(model_args) | dict(metadata),
-            verbosity=verbosity,
-        ),  # fmt: skip
+            include_path=include_path, metadata=dict(model_args) | dict(metadata)
+        ),
         batch_size=batch_size,
+        gen_kwargs=dict(gen_kwargs) if gen_kwargs else None,
         log_samples=True,
         random_seed=0,
         numpy_random_seed=0,
         torch_random_seed=0,
         fewshot_random_seed=0,
-        verbosity=verbosity,
     )
     tracker = EvaluationTracker(output_path=str(output_path))
     results["config"]["model_name"] = model_name
