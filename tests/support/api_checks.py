@@ -54,6 +54,7 @@ def run_eval(served: Served, work: Path, backend: str, task: str, *extra: str) -
         # a string"), so lm-eval sends the split's text and the server tokenizes it: the ids
         # checked below
         args += ",tokenizer_backend=huggingface,tokenized_requests=False"
+    work.mkdir(parents=True, exist_ok=True)
     seen, fed_before = len(served.recorder.on(path)), served.fed_count()
     proc = lm_eval(work, args, task, METADATA, wrapper=True, model=backend, batch_size=1,
                    extra=["--gen_kwargs", "max_gen_toks=8", *extra], timeout=1800)  # fmt: skip
@@ -117,9 +118,9 @@ def check_completions(served: Served, work: Path, family: str) -> list[str]:
     require(0.0 <= worst <= acc <= 1.0, f"{task}: worst phase {worst}, acc {acc}")
     n = len(run.samples)
     return [
-        f"{task} local-completions: {n} prompts sent as text, {n} sequences fed",
-        f"  fed ids == phasebench's ids of the split's prompt: {n}/{n}",
-        f"  usage.prompt_tokens == ids fed == split length ({doc['length']}): {n}/{n}",
+        f"{task} local-completions: {n} prompts sent as text",
+        f"  {served.witness} == phasebench's ids of the split's prompt: {n}/{n}",
+        f"  usage.prompt_tokens == their count == split length ({doc['length']}): {n}/{n}",
         f"  token at anchor_index holds the needle's first character: {n}/{n}",
         f"  acc {acc:.3f}, worst phase {worst:.3f}",
     ]
@@ -162,8 +163,8 @@ def check_chat(served: Served, work: Path) -> list[str]:
     n = len(run.samples)
     return [
         f"{task} local-chat-completions --apply_chat_template: {n} prompts sent as messages",
-        f"  fed ids == tokenizer's chat template rendered and encoded whole: {n}/{n}",
-        f"  usage.prompt_tokens == ids fed: {n}/{n}",
+        f"  {served.witness} == the tokenizer's chat template encoded whole: {n}/{n}",
+        f"  usage.prompt_tokens == their count: {n}/{n}",
         f"  relabelled anchor_index (offset {offsets.pop()}) holds the needle: {n}/{n}",
         f"  acc {acc:.3f}",
     ]

@@ -257,6 +257,13 @@ class Served:
     recorder: Recorder
     fed: Path | None = None
 
+    @property
+    def witness(self) -> str:
+        """Where :meth:`ids_fed` comes from, for reports."""
+        if self.fed is None:
+            return "the server's /extras/tokenize"
+        return "ids handed to generate in the server"
+
     def fed_count(self) -> int:
         """How many sequences the server has fed the model so far (transformers only)."""
         if self.fed is None or not self.fed.exists():
