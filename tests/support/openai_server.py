@@ -1,16 +1,27 @@
-"""A real OpenAI-compatible server for end-to-end tests: llama-cpp-python's server on a GGUF file,
-bound to 127.0.0.1, started and stopped by the test, and a pass-through proxy in front of it that
-records every request and response, so a test can see exactly what lm-eval sent and what the
-server says it fed the model.
+"""Real OpenAI-compatible servers for end-to-end tests, on SmolLM2-135M-Instruct from the GGUF
+file, bound to 127.0.0.1, started and stopped by the caller, each behind a pass-through proxy
+that records every request and response, so a test sees exactly what lm-eval sent and what the
+server answered. :func:`serve` starts either one and yields a :class:`Served`.
 
-llama-cpp-python has no prebuilt CPU wheel on PyPI: ``pip install`` compiles llama.cpp, 29 minutes
-on two busy cores for the build below (47 for a native one). It must be
-built with :data:`LLAMA_CPP_CMAKE_ARGS`: a native build uses the CPU's AMX tile instructions for
-quantized weights, which this CPU advertises but the sandbox refuses (SIGILL on ``tilezero`` in
-``ggml_backend_amx_mul_mat`` at the first completion). The server's interpreter is, in this
-order: ``$PHASEBENCH_LLAMA_SERVER_PYTHON``; the test interpreter if it has ``llama_cpp.server``;
-else a venv made once under ``$PHASEBENCH_TEST_CACHE`` (default ``~/.cache/phasebench-tests``)
-with :data:`LLAMA_CPP_REQUIREMENT` built and installed into it.
+``transformers`` (what CI runs): ``transformers serve`` from ``transformers[serving]`` (pure-Python
+wheels, in the ``test`` extra), run by ``transformers_serve.py`` in the test interpreter. It reads
+a model folder, not the GGUF (:func:`support.models.save_smollm2_folder` says why), and has no
+tokenize endpoint, no ``echo`` and no logprobs; the witness of what it fed the model is the
+launcher's record of the ids handed to ``generate`` (see that file), one per request, in order.
+Its completions endpoint takes only a text prompt, tokenized with the folder's tokenizer and its
+special-token settings; its chat endpoint renders the folder's chat template and tokenizes that.
+
+``llama-cpp``: llama-cpp-python's server on the GGUF file itself, with ``/extras/tokenize`` and
+``/extras/detokenize`` as its witness. It has no prebuilt CPU wheel on PyPI: ``pip install``
+compiles llama.cpp, 29 minutes on two busy cores for the build below (47 for a native one), too
+long for CI, so it is checked by ``benchmarks/check_api_server.py --server llama-cpp``, not by
+the test suite. It must be built with :data:`LLAMA_CPP_CMAKE_ARGS`: a native build uses the
+CPU's AMX tile instructions for quantized weights, which this CPU advertises but the sandbox
+refuses (SIGILL on ``tilezero`` in ``ggml_backend_amx_mul_mat`` at the first completion). The
+server's interpreter is, in this order: ``$PHASEBENCH_LLAMA_SERVER_PYTHON``; the running
+interpreter if it has ``llama_cpp.server``; else a venv made once under
+``$PHASEBENCH_TEST_CACHE`` (default ``~/.cache/phasebench-tests``) with
+:data:`LLAMA_CPP_REQUIREMENT` built and installed into it.
 """
 
 from __future__ import annotations
@@ -87,16 +98,11 @@ def post(url: str, payload: dict, timeout: float = REQUEST_SECONDS) -> Any:
 
 
 @contextlib.contextmanager
-def llama_server(python: str, model: Path, log: Path, *, n_ctx: int = 2048) -> Iterator[str]:
-    """``python -m llama_cpp.server`` on ``model`` at 127.0.0.1 (one thread); yields its base
-    URL once ``/v1/models`` answers, and stops it (terminate, then kill) when the block ends."""
-    port = _free_port()
-    command = [
-        python, "-m", "llama_cpp.server", "--model", str(model), "--model_alias", "smollm2",
-        "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx), "--n_threads", "1",
-        "--n_threads_batch", "1", "--seed", "0",
-    ]  # fmt: skip
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"OMP_NUM_THREADS": "1"}
+def _running(name: str, command: list[str], env: dict[str, str], log: Path) -> Iterator[str]:
+    """Start ``command`` (a server listening on the port ``command`` names at 127.0.0.1, output
+    to ``log``); yield its base URL once ``/v1/models`` answers; stop it (terminate, then kill)
+    when the block ends."""
+    port = command[command.index("--port") + 1]
     with open(log, "wb") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
     base = f"http://127.0.0.1:{port}"
@@ -104,14 +110,14 @@ def llama_server(python: str, model: Path, log: Path, *, n_ctx: int = 2048) -> I
         deadline = time.monotonic() + STARTUP_SECONDS
         while True:
             if process.poll() is not None:
-                raise RuntimeError(f"llama_cpp.server exited: {log.read_text()[-3000:]}")
+                raise RuntimeError(f"{name} exited: {log.read_text()[-3000:]}")
             try:
                 with urllib.request.urlopen(f"{base}/v1/models", timeout=5):
                     break
             except (urllib.error.URLError, ConnectionError, TimeoutError):
                 if time.monotonic() > deadline:
                     tail = log.read_text()[-3000:]
-                    raise RuntimeError(f"llama_cpp.server did not start: {tail}") from None
+                    raise RuntimeError(f"{name} did not start: {tail}") from None
                 time.sleep(0.5)
         yield base
     finally:
@@ -121,6 +127,41 @@ def llama_server(python: str, model: Path, log: Path, *, n_ctx: int = 2048) -> I
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=20)
+
+
+def _server_env() -> dict[str, str]:
+    """The caller's environment, offline, one thread, without the checkout on ``PYTHONPATH``."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return env | {"OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+
+
+@contextlib.contextmanager
+def llama_server(python: str, model: Path, log: Path, *, n_ctx: int = 2048) -> Iterator[str]:
+    """``python -m llama_cpp.server`` on the GGUF file ``model`` (alias ``smollm2``, one
+    thread); yields its base URL once it answers."""
+    command = [
+        python, "-m", "llama_cpp.server", "--model", str(model), "--model_alias", "smollm2",
+        "--host", "127.0.0.1", "--port", str(_free_port()), "--n_ctx", str(n_ctx),
+        "--n_threads", "1", "--n_threads_batch", "1", "--seed", "0",
+    ]  # fmt: skip
+    with _running("llama_cpp.server", command, _server_env(), log) as base:
+        yield base
+
+
+@contextlib.contextmanager
+def transformers_server(folder: Path, log: Path, fed: Path) -> Iterator[str]:
+    """``transformers serve`` pinned to the model folder ``folder`` (loaded before it answers,
+    never unloaded; lm-eval must send ``model=<folder>``), on the CPU in float32, through the
+    launcher that records the ids fed to ``generate`` in ``fed``; yields its base URL."""
+    launcher = Path(__file__).with_name("transformers_serve.py")
+    # -P: the launcher's folder must not go first on sys.path, where support/tokenizers.py would
+    # hide the tokenizers package
+    command = [
+        sys.executable, "-P", str(launcher), str(fed), "serve", str(folder),
+        "--host", "127.0.0.1", "--port", str(_free_port()), "--device", "cpu", "--dtype", "float32",
+    ]  # fmt: skip
+    with _running("transformers serve", command, _server_env(), log) as base:
+        yield base
 
 
 @dataclass
@@ -197,3 +238,73 @@ def recording_proxy(target: str) -> Iterator[tuple[str, Recorder]]:
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+SERVERS = ("transformers", "llama-cpp")
+
+
+@dataclass
+class Served:
+    """A running server on SmolLM2 behind the recording proxy: lm-eval talks to ``url`` and
+    names ``model``; ``tokenizer`` is the folder to pass as ``tokenizer=`` (the served model's
+    own tokenizer); ``fed`` is the transformers launcher's record of the ids fed to the model."""
+
+    kind: str
+    base: str
+    url: str
+    model: str
+    tokenizer: Path
+    recorder: Recorder
+    fed: Path | None = None
+
+    @property
+    def witness(self) -> str:
+        """Where :meth:`ids_fed` comes from, for reports."""
+        if self.fed is None:
+            return "the server's /extras/tokenize"
+        return "ids handed to generate in the server"
+
+    def fed_count(self) -> int:
+        """How many sequences the server has fed the model so far (transformers only)."""
+        if self.fed is None or not self.fed.exists():
+            return 0
+        return len(self.fed.read_text(encoding="utf-8").splitlines())
+
+    def ids_fed(self, since: int, texts: list[str]) -> list[list[int]]:
+        """The ids the server fed the model for each of the exchanges that asked it to read
+        ``texts`` (one each, in the order served), ``since`` being :meth:`fed_count` before them.
+
+        transformers: the launcher's record, exactly what ``generate`` received. llama-cpp: the
+        server's ``/extras/tokenize`` of each text, the tokenizer its completion path calls."""
+        if self.fed is None:
+            return [post(f"{self.base}/extras/tokenize", {"input": t})["tokens"] for t in texts]
+        lines = self.fed.read_text(encoding="utf-8").splitlines()[since:]
+        return [json.loads(line) for line in lines]
+
+
+@contextlib.contextmanager
+def serve(kind: str, work: Path) -> Iterator[Served]:
+    """Start ``kind`` (one of :data:`SERVERS`) on SmolLM2 behind a recording proxy, with its
+    files (model folder, tokenizer, logs) under ``work``; stop both when the block ends."""
+    from support.models import SMOLLM2_GGUF, save_smollm2_folder, smollm2_folder
+
+    work.mkdir(parents=True, exist_ok=True)
+    log = work / f"{kind}-server.log"
+    if kind == "transformers":
+        folder = save_smollm2_folder(work / "smollm2")
+        fed = work / "fed.jsonl"
+        with transformers_server(folder, log, fed) as base, recording_proxy(base) as (url, rec):
+            yield Served(kind, base, url, str(folder), folder, rec, fed)
+    elif kind == "llama-cpp":
+        from transformers import AutoTokenizer
+
+        # lm-eval's API backends load tokenizer= with AutoTokenizer.from_pretrained and no
+        # gguf_file: the GGUF's tokenizer as transformers reads it, saved as a folder
+        tokenizer = work / "tokenizer"
+        source = smollm2_folder()
+        AutoTokenizer.from_pretrained(source, gguf_file=SMOLLM2_GGUF).save_pretrained(tokenizer)
+        model = Path(source) / SMOLLM2_GGUF
+        with llama_server(server_python(), model, log) as base, recording_proxy(base) as (url, rec):
+            yield Served(kind, base, url, "smollm2", tokenizer, rec)
+    else:
+        raise ValueError(f"unknown server {kind!r}: expected one of {', '.join(SERVERS)}")
