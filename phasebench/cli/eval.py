@@ -26,8 +26,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import shlex
 
+    from phasebench.kvpress import register_model_type
     from phasebench.lmeval.harness import run_eval
 
+    register_model_type()  # --model phasebench-kvpress (imported only when a run names it)
     output = run_eval(args.lm_eval_args)
     if not output.samples_files:
         print(

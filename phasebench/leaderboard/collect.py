@@ -48,7 +48,9 @@ KNOWN_FILES = (
 
 #: ``<org>__<model>`` folder names: Hub-safe characters only, no dots at the start (no ``..``).
 MODEL_DIR = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}__[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
-REVISION_DIR = re.compile(r"^[0-9a-f]{40}$")
+#: ``<revision>`` or ``<revision>+<variant>``: several configurations of the same weights
+#: (KV-cache presses, for instance), each with its ``variant`` field.
+REVISION_DIR = re.compile(r"^[0-9a-f]{40}(\+[a-z0-9][a-z0-9._-]{0,63})?$")
 FILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$")
 RESULTS_NAME = samples.RESULTS_NAME
 SAMPLES_NAME = samples.SAMPLES_NAME
@@ -153,7 +155,7 @@ def submission_folders(root: Path) -> tuple[list[Path], list[Problem]]:
             shown = f"{model_dir.name}/{ascii(rev_dir.name)[1:-1]}"
             if rev_dir.is_symlink() or not rev_dir.is_dir() or not REVISION_DIR.match(rev_dir.name):
                 problems.append(
-                    Problem("path", shown, "expected a folder named by the 40-hex commit hash")
+                    Problem("path", shown, "expected a folder named REVISION or REVISION+VARIANT")
                 )
                 continue
             found.append(rev_dir)

@@ -1,7 +1,8 @@
 """One entry per model, decided without accounts.
 
 **Identity.** Two entries are the same when their canonical keys are equal: the model id
-Unicode-normalised (NFKC) and case-folded, the revision, the precision, whether a chat template
+Unicode-normalised (NFKC) and case-folded, the revision, the variant (one configuration of the
+weights, such as a KV-cache press; none for most entries), the precision, whether a chat template
 was applied, and the task versions (:func:`identity_key`). ``Tiny-Random-Llama`` and
 ``tiny-random-llama`` at one revision are one model.
 
@@ -18,11 +19,11 @@ not yet on a published board. The review of the pull request that adds a submiss
 guard there; the report names the entry that was kept.
 
 **Supersedes.** ``supersedes: <revision>`` retires the entries of the same canonical model at
-that revision, with the same precision and chat-template setting, only when the new entry gives
-the same contact (case-folded) and its run is later than theirs. Without accounts, "the same
-submitter" can only mean "the same contact": a third party who copies the contact can still
-claim it, and again the pull-request review (who may change which folder) is what stops them. A
-retired entry is never deleted: the report and the site list it as superseded, by whom.
+that revision, with the same variant, precision and chat-template setting, only when the new
+entry gives the same contact (case-folded) and its run is later than theirs. Without accounts,
+"the same submitter" can only mean "the same contact": a third party who copies the contact can
+still claim it, and again the pull-request review (who may change which folder) is what stops
+them. A retired entry is never deleted: the report and the site list it as superseded, by whom.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ def identity_key(sub: Any) -> tuple:
     return (
         canonical_model(sub.meta["model"]),
         str(sub.meta["revision"]).lower(),
+        sub.meta.get("variant"),
         sub.meta["precision"],
         bool(sub.meta["chat_template"]),
         tuple(sorted(sub.task_versions.items())),
@@ -105,7 +107,7 @@ def drop_superseded_and_duplicates(
         if key in first:
             holder = first[key]
             message = (
-                f"the same model, revision, precision, chat template and task versions as "
+                f"the same model, revision, variant, precision, chat template and task versions as "
                 f"{holder.name}, which keeps its place ({_why_first(holder, sub, incumbents)})"
             )
             refused.append(
@@ -128,6 +130,7 @@ def drop_superseded_and_duplicates(
             and o.name not in retired
             and canonical_model(o.meta["model"]) == canonical_model(sub.meta["model"])
             and str(o.meta["revision"]).lower() == str(target).lower()
+            and o.meta.get("variant") == sub.meta.get("variant")
             and o.meta["precision"] == sub.meta["precision"]
             and bool(o.meta["chat_template"]) == bool(sub.meta["chat_template"])
         ]

@@ -69,12 +69,14 @@ def check_schema(raw: RawSubmission) -> None:
         message = err.message if len(err.message) < 200 else err.message[:200] + "..."
         raise Refused("schema", meta_file, f"field {where}: {ascii(message)[1:-1]}")
     org_model = raw.meta["model"].replace("/", "__")
-    if raw.folder.parent.name != org_model or raw.folder.name != raw.meta["revision"]:
+    variant = raw.meta.get("variant")
+    folder = raw.meta["revision"] + (f"+{variant}" if variant else "")
+    if raw.folder.parent.name != org_model or raw.folder.name != folder:
         raise Refused(
             "path",
             meta_file,
-            f"model {raw.meta['model']} at revision {raw.meta['revision']} belongs in "
-            f"{org_model}/{raw.meta['revision']}/",
+            f"model {raw.meta['model']} at revision {raw.meta['revision']}"
+            f"{f' (variant {variant})' if variant else ''} belongs in {org_model}/{folder}/",
         )
     if ".." in raw.meta["tokenizer"]["name"]:
         raise Refused("schema", meta_file, "field tokenizer/name: '..' is not allowed")

@@ -18,10 +18,10 @@ Rules (each refusal names one of them and the file):
                 recomputed from the samples, equal the reported ones
 ``max_length``  the model's maximum length covers the longest prompt plus the generation budget
 ``reproduced``  a maintainer's ``reproduced.yaml`` vouches for exactly these files
-``duplicate``   one entry per canonical (model, revision, precision, chat template, task
-                versions); the first keeps its place (:mod:`~phasebench.leaderboard.identity`)
-``supersedes``  an entry may only replace an earlier revision of its own model, from the same
-                contact, with a later run
+``duplicate``   one entry per canonical (model, revision, variant, precision, chat template,
+                task versions); the first keeps its place (:mod:`~phasebench.leaderboard.identity`)
+``supersedes``  an entry may only replace an earlier revision of its own model (and variant),
+                from the same contact, with a later run
 ``memory``/``time``/``crash``  the submission's own validating process ran out of its budget
                 (:mod:`~phasebench.leaderboard.isolate`) or ended without an answer
 

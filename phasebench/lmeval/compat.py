@@ -112,11 +112,19 @@ def resolve_max_length(config: Any, hf_tokenizer: Any, default: int) -> int:
     return int(resolve(config, hf_tokenizer, default=default))
 
 
-def register_model(name: str, cls: type) -> None:
-    """Make ``--model NAME`` load ``cls`` (an ``lm_eval.api.model.LM`` subclass)."""
-    from lm_eval.api.registry import register_model as register
+def register_model(name: str, cls: type | str) -> None:
+    """Make ``--model NAME`` load ``cls``: an ``lm_eval.api.model.LM`` subclass, or its
+    ``"module:Class"`` path, imported only when a run asks for ``NAME`` (idempotent)."""
+    if not isinstance(cls, str):
+        from lm_eval.api.registry import register_model as register
 
-    register(name)(cls)
+        register(name)(cls)
+        return
+    import lm_eval.models  # noqa: F401  (lm-eval fills its registry only while it is empty)
+    from lm_eval.api.registry import model_registry
+
+    if name not in model_registry:
+        model_registry.register(name, target=cls)
 
 
 # -- logged samples ---------------------------------------------------------------------------

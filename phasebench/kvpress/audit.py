@@ -1,0 +1,271 @@
+"""The press audit: one model, one split, a list of presses x compression ratios, one real
+``phasebench eval`` run and one leaderboard submission per (press, ratio).
+
+Each run is a subprocess of ``phasebench eval --model phasebench-kvpress`` (the command a user
+types), one thread, logged to ``WORK/<variant>/eval.log``; its wall and CPU seconds are measured
+around the subprocess and written to ``WORK/<variant>/run.json`` once lm-eval has finished, so an
+interrupted audit resumes where it stopped. The submissions are packed with
+:func:`phasebench.leaderboard.pack.pack` into ``<org>__<model>/<revision>+<variant>/``.
+
+The tokenizer. The leaderboard validates in the main environment, but kvpress pins
+``transformers<5.3``, and transformers converts some GGUF tokenizers differently across versions
+(SmolLM2's: 5.2 builds a CodeLlama-style tokenizer that adds BOS ``<|im_start|>``, 5.24 a plain
+byte-level BPE without BOS; their fingerprints differ). :func:`export_tokenizer`, run in the
+environment that validates, saves the tokenizer it loads with its fingerprint; the audit runs
+with that folder as ``tokenizer=`` and refuses to start if the fingerprint differs in the kvpress
+environment, so the split, its labels and the validator's regenerated split are the same.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from phasebench.errors import PhasebenchError
+
+#: The audited presses, by short name: the press, its inner scorer and fixed fields. The
+#: compression ratio is added per run (``press_args``).
+AUDIT_PRESSES: dict[str, dict[str, Any]] = {
+    "none": {"press": None},
+    "streamingllm": {"press": "streamingllm"},
+    "knorm": {"press": "knorm"},
+    "snapkv": {"press": "snapkv"},
+    "chunkkv8": {"press": "chunkkv", "inner": "knorm", "chunk_length": 8},
+    "chunk8": {"press": "chunk", "inner": "knorm", "chunk_length": 8},
+    "block8": {"press": "block", "inner": "knorm", "block_size": 8},
+}
+TOKENIZER_RECORD = "phasebench_tokenizer.json"
+BACKEND = "phasebench-kvpress"
+
+
+def press_args(name: str, ratio: float) -> dict[str, Any]:
+    """``--model_args`` entries of one audited press at ``ratio`` (no ratio without a press)."""
+    if name not in AUDIT_PRESSES:
+        raise PhasebenchError(f"unknown audit press {name!r}; known: {', '.join(AUDIT_PRESSES)}")
+    args = dict(AUDIT_PRESSES[name])
+    if args["press"] is not None:
+        args["compression_ratio"] = ratio
+    return args
+
+
+def variant(name: str, ratio: float) -> str:
+    """Folder suffix of a submission: ``kvpress-snapkv-r0.25``, ``kvpress-none``."""
+    return "kvpress-none" if AUDIT_PRESSES[name]["press"] is None else f"kvpress-{name}-r{ratio:g}"
+
+
+def model_args_text(values: Mapping[str, Any]) -> str:
+    """``k=v,k=v`` as lm-eval parses it (``press=none`` is parsed as None)."""
+    return ",".join(f"{k}={'none' if v is None else v}" for k, v in values.items())
+
+
+def kv_cache_text(description: str, kvpress_version: str) -> str:
+    if description == "no press":
+        return "none (full attention; phasebench-kvpress path without a press)"
+    return (
+        f"kvpress {kvpress_version} {description} on the context; question and answer uncompressed"
+    )
+
+
+# -- tokenizer ---------------------------------------------------------------------------------
+
+
+def export_tokenizer(name: str, args: Mapping[str, str], out: Path) -> dict[str, Any]:
+    """Save the tokenizer ``name`` loads to here (``python:PACKAGE`` allowed) into ``out`` with a
+    record of its name, arguments and fingerprint; returns the record."""
+    import transformers
+
+    from phasebench.leaderboard.regenerate import validation_tokenizer
+
+    tok = validation_tokenizer(name, dict(args))
+    out.mkdir(parents=True, exist_ok=True)
+    tok.hf.save_pretrained(str(out))
+    record = {
+        "name": name,
+        "args": dict(args),
+        "fingerprint": tok.fingerprint,
+        "transformers_version": transformers.__version__,
+    }
+    (out / TOKENIZER_RECORD).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+    return record
+
+
+def read_tokenizer_record(folder: Path) -> dict[str, Any]:
+    """The export record of ``folder``, after checking that the tokenizer saved there has the
+    recorded fingerprint here too."""
+    from phasebench.tokenization import load_tokenizer
+
+    path = Path(folder) / TOKENIZER_RECORD
+    if not path.exists():
+        raise PhasebenchError(
+            f"{str(folder)!r} has no {TOKENIZER_RECORD}; make it with "
+            f"`python benchmarks/audit_presses.py export-tokenizer` in the validating environment"
+        )
+    record = json.loads(path.read_text())
+    here = load_tokenizer(str(folder), {}).fingerprint
+    if here != record["fingerprint"]:
+        raise PhasebenchError(
+            f"the tokenizer saved in {str(folder)!r} has fingerprint {here} here but "
+            f"{record['fingerprint']} where it was exported; the split would not validate"
+        )
+    return record
+
+
+def file_revision(path: Path) -> str:
+    """40 hex digits of a local weights file's SHA-256 (a local model has no commit hash)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()[:40]
+
+
+# -- runs ----------------------------------------------------------------------------------------
+
+
+def eval_command(
+    model_args: Mapping[str, Any], family: str, length: int, n_base: int, out: Path
+) -> list[str]:
+    """The ``phasebench eval`` command of one run (as the submission's provenance shows it)."""
+    metadata = json.dumps({"max_seq_lengths": [length], "n_base": n_base})
+    return [
+        sys.executable, "-m", "phasebench.cli", "eval", "--model", BACKEND,
+        "--model_args", model_args_text(model_args), "--tasks", f"phasebench_{family}",
+        "--device", "cpu", "--batch_size", "1", "--metadata", metadata,
+        "--log_samples", "--output_path", str(out), "--seed", "0",
+    ]  # fmt: skip
+
+
+def run_one(command: Sequence[str], folder: Path, threads: int = 1) -> dict[str, Any]:
+    """Run one evaluation (skipped when ``folder/run.json`` exists) and return its record."""
+    done = folder / "run.json"
+    if done.exists():
+        return json.loads(done.read_text())
+    folder.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ)
+    env.update(
+        OMP_NUM_THREADS=str(threads),
+        MKL_NUM_THREADS=str(threads),
+        TOKENIZERS_PARALLELISM="false",
+        HF_HUB_OFFLINE="1",
+        HF_DATASETS_OFFLINE="1",
+    )
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    with open(folder / "eval.log", "w") as log:
+        proc = subprocess.run(list(command), env=env, stdout=log, stderr=subprocess.STDOUT)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        raise PhasebenchError(
+            f"the run in {str(folder)!r} failed (exit {proc.returncode}); see its eval.log"
+        )
+    record = {
+        "command": list(command),
+        "wall_s": wall,
+        "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
+    }
+    tmp = done.with_suffix(".tmp")
+    tmp.write_text(json.dumps(record, indent=2) + "\n")
+    tmp.replace(done)
+    return record
+
+
+def submission_meta(
+    *,
+    model: str,
+    revision: str,
+    variant_name: str,
+    precision: str,
+    kv_cache: str,
+    tokenizer: Mapping[str, Any],
+    contact: str,
+    license_name: str,
+    notes: str,
+) -> dict[str, Any]:
+    return {
+        "model": model,
+        "revision": revision,
+        "variant": variant_name,
+        "precision": precision,
+        "backend": BACKEND,
+        "kv_cache": kv_cache,
+        "chat_template": False,
+        "license": license_name,
+        "contact": contact,
+        "tokenizer": {"name": tokenizer["name"], "args": dict(tokenizer.get("args") or {})},
+        "notes": notes,
+    }
+
+
+def pack_submission(out: Path, meta: Mapping[str, Any], submissions: Path) -> Path:
+    """Pack one run's lm-eval output under ``submissions`` as ``<org>__<model>/<rev>+<variant>``."""
+    import yaml
+
+    from phasebench.leaderboard.pack import pack
+
+    folder = submissions / meta["model"].replace("/", "__")
+    target = folder / f"{meta['revision']}+{meta['variant']}"
+    if target.exists():
+        raise PhasebenchError(f"{str(target)!r} exists; remove it to pack this run again")
+    yaml_path = out.parent / "submission.yaml"
+    yaml_path.write_text(yaml.safe_dump(dict(meta), sort_keys=True))
+    tmp = folder / f".{target.name}.tmp"
+    try:
+        pack(out, tmp, yaml_path)
+        tmp.replace(target)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp)
+    return target
+
+
+# -- the table -----------------------------------------------------------------------------------
+
+
+def audit_table(work: Path, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per audited run (``records`` from ``WORK/audit.json``): the press, and average,
+    worst phase, gap with its interval, p-value and period as ``phasebench report`` computes
+    them from the run's lm-eval samples (one computation per number)."""
+    from phasebench.report import build_report, load_runs
+
+    rows = []
+    for record in records:
+        runs, _ = load_runs([Path(work) / record["variant"] / "out"])
+        report = build_report(runs)
+        ((_, run),) = report["runs"].items()
+        ((_, by_length),) = run["tasks"].items()
+        ((_, entry),) = by_length.items()
+        rows.append({**record, "summary": entry})
+    return rows
+
+
+def markdown_table(rows: list[dict[str, Any]]) -> str:
+    """The audit table of docs/kvpress.md (percent, one decimal)."""
+
+    def pct(x: float | None) -> str:
+        return "-" if x is None else f"{100 * x:.1f}"
+
+    lines = [
+        "| press (settings) | average | worst phase (which) | gap [95% CI] | p | period "
+        "| CPU s/prompt |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        s = row["summary"]
+        lo, hi = s["gap_ci"]
+        lines.append(
+            f"| {row['press']} | {pct(s['acc'])} | "
+            f"{pct(s['worst_phase'])} ({s['worst_phase_index']}) | "
+            f"{pct(s['gap'])} [{pct(lo)}, {pct(hi)}] | {s['p_value']:.3g} | "
+            f"{s['dominant_period'] or 'none'} | {row['cpu_s_per_prompt']:.2f} |"
+        )
+    return "\n".join(lines) + "\n"

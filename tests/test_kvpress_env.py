@@ -1,0 +1,130 @@
+"""phasebench-kvpress in its own environment, built by the test: kvpress pins transformers<5.3,
+so it cannot share the main environment (transformers 5.24, pandas 3).
+
+The fixture makes a virtual environment in a temporary folder, installs torch (the version the
+main environment runs) and this project with its ``kvpress`` extra from a copy of the source
+tree, pinned by constraints-kvpress.txt (pip may reach the package index; nothing downloads a
+model), and runs tests/kvpress_checks.py there: a handful of real phasebench kv prompts through the backend with
+a tiny random 2-layer Llama (the cache shrinks, labels do not move, ragged presses run), then
+``phasebench eval --model phasebench-kvpress`` end to end. Back in the main environment, the
+run is packed as a leaderboard submission with a variant and validated like any other.
+
+``PHASEBENCH_KVPRESS_PYTHON=/path/to/python`` reuses an environment built before (with the
+``kvpress`` extra installed) instead of building one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import venv
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+import yaml
+
+from phasebench.leaderboard.pack import pack
+from phasebench.leaderboard.score import score
+from phasebench.leaderboard.validate import validate_all
+from support.lmeval import ROOT
+from support.lmeval import offline_env as env
+
+SHIPPED = ("pyproject.toml", "README.md", "phasebench", "tasks", "generators", "data_cards")
+pytestmark = pytest.mark.slow
+
+
+def _pip(python: str, *args: str) -> None:
+    proc = subprocess.run(
+        [python, "-m", "pip", "install", "-q", *args],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+
+
+@pytest.fixture(scope="module")
+def kvpress_python(tmp_path_factory) -> str:
+    reuse = os.environ.get("PHASEBENCH_KVPRESS_PYTHON")
+    if reuse:
+        assert Path(reuse).exists(), f"PHASEBENCH_KVPRESS_PYTHON={reuse} does not exist"
+        return reuse
+    base = tmp_path_factory.mktemp("kvpress-env")
+    src = base / "src"
+    src.mkdir()
+    for name in SHIPPED:
+        path = ROOT / name
+        if path.is_dir():
+            shutil.copytree(path, src / name, ignore=shutil.ignore_patterns("__pycache__"))
+        elif path.exists():
+            shutil.copy(path, src / name)
+    (src / "README.md").touch()
+    venv.create(base / "venv", with_pip=True)
+    python = str(base / "venv" / "bin" / "python")
+    pins = str(ROOT / "constraints-kvpress.txt")  # the versions the extra was tested with
+    _pip(python, "-c", pins, f"torch=={version('torch').split('+')[0]}")
+    _pip(python, "-c", pins, f"{src}[kvpress]")
+    shutil.rmtree(src)
+    return python
+
+
+@pytest.fixture(scope="module")
+def checked(kvpress_python, tmp_path_factory) -> tuple[Path, dict]:
+    work = tmp_path_factory.mktemp("kvpress-run")
+    proc = subprocess.run(
+        [kvpress_python, str(ROOT / "tests" / "kvpress_checks.py"), str(work)],
+        cwd=work,
+        env=env(work / "cache"),
+        capture_output=True,
+        text=True,
+        timeout=3000,
+    )
+    assert proc.returncode == 0, proc.stderr[-6000:]
+    return work, json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_backend_in_the_kvpress_environment(checked):
+    """The checks ran there (each asserts); what they saw is what the design says."""
+    work, summary = checked
+    assert summary["versions"]["kvpress"] == "0.5.5"
+    assert summary["versions"]["transformers"].startswith("5.2.")
+    assert summary["kept"] and summary["ragged_kept"][0] < summary["ragged_kept"][1]
+    assert "must match" in summary["one_pass_error"]
+    assert summary["eval_rc"] == 0, (work / "out.log").read_text()[-3000:]
+    assert summary["code_rc"] == 2 and "generate_until" in summary["code_error"][0]
+
+
+def test_a_press_run_validates_as_a_leaderboard_submission(checked, tmp_path):
+    """The lm-eval output of ``--model phasebench-kvpress`` (made under transformers 5.2) packs
+    and validates here (transformers 5.24): same tokenizer fingerprint, every doc equal to the
+    regenerated split (phase labels included), metrics recomputed from the responses."""
+    work, _ = checked
+    weights = (work / "tiny-llama" / "model.safetensors").read_bytes()
+    revision = hashlib.sha256(weights).hexdigest()[:40]
+    meta = {
+        "model": "phasebench/tiny-random-llama-2l",
+        "revision": revision,
+        "variant": "kvpress-snapkv-r0.5",
+        "precision": "float32",
+        "backend": "phasebench-kvpress",
+        "kv_cache": "kvpress 0.5.5 SnapKVPress(compression_ratio=0.5, window_size=16)",
+        "chat_template": False,
+        "license": "apache-2.0",
+        "contact": "test",
+        "tokenizer": {"name": "deepseek-v4"},
+    }
+    (tmp_path / "submission.yaml").write_text(yaml.safe_dump(meta))
+    target = (
+        tmp_path / "subs" / "phasebench__tiny-random-llama-2l" / f"{revision}+{meta['variant']}"
+    )
+    pack(work / "out", target, tmp_path / "submission.yaml")
+    outcome = validate_all(tmp_path / "subs", cache=tmp_path / "regen")
+    assert not outcome.refused, outcome.report_lines()
+    (sub,) = outcome.accepted
+    assert len(sub.samples) == 128 and set(sub.samples["phase"]) == set(range(8))
+    (row,) = score(outcome)["rows"]
+    assert row["backend"] == "phasebench-kvpress" and row["kv_cache"] == meta["kv_cache"]
