@@ -25,7 +25,7 @@ def run_generate(args: argparse.Namespace, out: Path) -> tuple[float, float]:
     cmd = [
         sys.executable,
         "-m",
-        "phasebench.cli",
+        "phasebench",
         "generate",
         args.family,
         "--length",

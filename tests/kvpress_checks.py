@@ -121,7 +121,7 @@ def run_eval(model: Path, work: Path, model_args: str, task: str, out: str) -> i
     """``phasebench eval --model phasebench-kvpress`` as a user types it; returns the exit code."""
     metadata = json.dumps({"max_seq_lengths": [LENGTH], "n_base": 16})
     command = [
-        sys.executable, "-m", "phasebench.cli", "eval", "--model", "phasebench-kvpress",
+        sys.executable, "-m", "phasebench", "eval", "--model", "phasebench-kvpress",
         "--model_args", f"pretrained={model},dtype=float32,{model_args}", "--tasks", task,
         "--device", "cpu", "--batch_size", "1", "--metadata", metadata, "--log_samples",
         "--output_path", str(work / out), "--seed", "0",

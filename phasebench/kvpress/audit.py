@@ -137,7 +137,7 @@ def eval_command(
     """The ``phasebench eval`` command of one run (as the submission's provenance shows it)."""
     metadata = json.dumps({"max_seq_lengths": [length], "n_base": n_base})
     return [
-        sys.executable, "-m", "phasebench.cli", "eval", "--model", BACKEND,
+        sys.executable, "-m", "phasebench", "eval", "--model", BACKEND,
         "--model_args", model_args_text(model_args), "--tasks", f"phasebench_{family}",
         "--device", "cpu", "--batch_size", "1", "--metadata", metadata,
         "--log_samples", "--output_path", str(out), "--seed", "0",
