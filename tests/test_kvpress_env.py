@@ -4,8 +4,9 @@ so it cannot share the main environment (transformers 5.24, pandas 3).
 The fixture makes a virtual environment in a temporary folder, installs torch (the version the
 main environment runs) and this project with its ``kvpress`` extra from a copy of the source
 tree, pinned by constraints-kvpress.txt (pip may reach the package index; nothing downloads a
-model), and runs tests/kvpress_checks.py there: a handful of real phasebench kv prompts through the backend with
-a tiny random 2-layer Llama (the cache shrinks, labels do not move, ragged presses run), then
+model), and runs tests/kvpress_checks.py there: a handful of real phasebench kv prompts through
+the backend with a tiny random 2-layer Llama (the cache shrinks, labels do not move, ragged
+presses run), then
 ``phasebench eval --model phasebench-kvpress`` end to end. Back in the main environment, the
 run is packed as a leaderboard submission with a variant and validated like any other.
 
@@ -30,10 +31,9 @@ import yaml
 from phasebench.leaderboard.pack import pack
 from phasebench.leaderboard.score import score
 from phasebench.leaderboard.validate import validate_all
-from support.lmeval import ROOT
+from support.lmeval import ROOT, copy_source
 from support.lmeval import offline_env as env
 
-SHIPPED = ("pyproject.toml", "README.md", "phasebench", "tasks", "generators", "data_cards")
 pytestmark = pytest.mark.slow
 
 
@@ -54,15 +54,7 @@ def kvpress_python(tmp_path_factory) -> str:
         assert Path(reuse).exists(), f"PHASEBENCH_KVPRESS_PYTHON={reuse} does not exist"
         return reuse
     base = tmp_path_factory.mktemp("kvpress-env")
-    src = base / "src"
-    src.mkdir()
-    for name in SHIPPED:
-        path = ROOT / name
-        if path.is_dir():
-            shutil.copytree(path, src / name, ignore=shutil.ignore_patterns("__pycache__"))
-        elif path.exists():
-            shutil.copy(path, src / name)
-    (src / "README.md").touch()
+    src = copy_source(base / "src")
     venv.create(base / "venv", with_pip=True)
     python = str(base / "venv" / "bin" / "python")
     pins = str(ROOT / "constraints-kvpress.txt")  # the versions the extra was tested with

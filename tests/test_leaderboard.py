@@ -17,28 +17,18 @@ from phasebench.leaderboard.pack import pack
 from phasebench.leaderboard.render import build_site
 from phasebench.leaderboard.score import load_reported, score
 from phasebench.leaderboard.validate import validate_all
-from support.submissions import REVISION, TASK, TASKS, make_submission, split_rows, write_lmeval
+from support.submissions import REVISION, TASK, TASKS, make_submission, write_lmeval
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture(scope="module")
-def rows(tmp_path_factory) -> list[dict]:
-    return split_rows(tmp_path_factory.mktemp("split"))
-
-
-@pytest.fixture(scope="module")
-def cache(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("regen")
-
-
-def _one(root: Path, cache: Path):
-    outcome = validate_all(root, tasks=TASKS, cache=cache)
+def _one(root: Path, regen_cache: Path):
+    outcome = validate_all(root, tasks=TASKS, cache=regen_cache)
     return outcome
 
 
-def _refusal(root: Path, cache: Path) -> tuple[str, str, str]:
-    outcome = _one(root, cache)
+def _refusal(root: Path, regen_cache: Path) -> tuple[str, str, str]:
+    outcome = _one(root, regen_cache)
     assert not outcome.accepted, outcome.report_lines()
     assert len(outcome.refused) == 1, outcome.report_lines()
     problem = outcome.refused[0][1][0]
@@ -58,9 +48,9 @@ def _rewrite(folder: Path, records: list[dict], **changes) -> None:
     write_lmeval(folder, records, **changes)
 
 
-def test_valid_submission_is_accepted_with_its_scores(tmp_path, rows, cache):
-    make_submission(tmp_path, rows, accuracy=[1, 1, 0, 0] * 2)
-    outcome = _one(tmp_path, cache)
+def test_valid_submission_is_accepted_with_its_scores(tmp_path, submission_rows, regen_cache):
+    make_submission(tmp_path, submission_rows, accuracy=[1, 1, 0, 0] * 2)
+    outcome = _one(tmp_path, regen_cache)
     assert [s.name for s in outcome.accepted] == [f"acme__phase-model/{REVISION}"]
     board = score(outcome)
     (row,) = board["rows"]
@@ -71,123 +61,123 @@ def test_valid_submission_is_accepted_with_its_scores(tmp_path, rows, cache):
 # -- one failing input per rule --------------------------------------------------------------------
 
 
-def test_schema_rule(tmp_path, rows, cache):
-    make_submission(tmp_path, rows, meta={"precision": "float7"})
-    rule, file, message = _refusal(tmp_path, cache)
+def test_schema_rule(tmp_path, submission_rows, regen_cache):
+    make_submission(tmp_path, submission_rows, meta={"precision": "float7"})
+    rule, file, message = _refusal(tmp_path, regen_cache)
     assert rule == "schema" and file.endswith("submission.yaml") and "precision" in message
 
 
-def test_unknown_field_is_refused(tmp_path, rows, cache):
-    make_submission(tmp_path, rows, meta={"score_override": 1.0})
-    assert _refusal(tmp_path, cache)[0] == "schema"
+def test_unknown_field_is_refused(tmp_path, submission_rows, regen_cache):
+    make_submission(tmp_path, submission_rows, meta={"score_override": 1.0})
+    assert _refusal(tmp_path, regen_cache)[0] == "schema"
 
 
-def test_folder_must_match_model(tmp_path, rows, cache):
-    folder = make_submission(tmp_path, rows)
+def test_folder_must_match_model(tmp_path, submission_rows, regen_cache):
+    folder = make_submission(tmp_path, submission_rows)
     folder.parent.rename(tmp_path / "other__name")
-    rule, _, message = _refusal(tmp_path, cache)
+    rule, _, message = _refusal(tmp_path, regen_cache)
     assert rule == "path" and "acme__phase-model" in message
 
 
-def test_task_name_and_version_rule(tmp_path, rows, cache):
-    make_submission(tmp_path, rows)
-    outcome = validate_all(tmp_path, tasks={TASK: "2.0"}, cache=cache)
+def test_task_name_and_version_rule(tmp_path, submission_rows, regen_cache):
+    make_submission(tmp_path, submission_rows)
+    outcome = validate_all(tmp_path, tasks={TASK: "2.0"}, cache=regen_cache)
     problem = outcome.refused[0][1][0]
     assert problem.rule == "task" and "version" in problem.message
-    outcome = validate_all(tmp_path, tasks={"phasebench_niah": "1.0"}, cache=cache)
+    outcome = validate_all(tmp_path, tasks={"phasebench_niah": "1.0"}, cache=regen_cache)
     assert outcome.refused[0][1][0].rule == "task"
 
 
-def test_limit_rule(tmp_path, rows, cache):
-    folder = make_submission(tmp_path, rows)
+def test_limit_rule(tmp_path, submission_rows, regen_cache):
+    folder = make_submission(tmp_path, submission_rows)
     records = _records(folder)
     _rewrite(folder, records, config={"model": "hf", "limit": 10})
-    rule, _, message = _refusal(tmp_path, cache)
+    rule, _, message = _refusal(tmp_path, regen_cache)
     assert rule == "limit" and "--limit" in message
 
 
-def test_truncated_samples_are_refused(tmp_path, rows, cache):
-    folder = make_submission(tmp_path, rows)
+def test_truncated_samples_are_refused(tmp_path, submission_rows, regen_cache):
+    folder = make_submission(tmp_path, submission_rows)
     records = _records(folder)[:-8]  # one base item's phases missing, counts made consistent
     _rewrite(folder, records)
-    rule, file, message = _refusal(tmp_path, cache)
+    rule, file, message = _refusal(tmp_path, regen_cache)
     assert rule == "count" and "samples_" in file and "120 of 128" in message
 
 
-def test_missing_phase_is_refused(tmp_path, rows, cache):
-    folder = make_submission(tmp_path, rows)
+def test_missing_phase_is_refused(tmp_path, submission_rows, regen_cache):
+    folder = make_submission(tmp_path, submission_rows)
     records = [r for r in _records(folder) if r["doc"]["phase"] != 3]
     _rewrite(folder, records)
-    assert _refusal(tmp_path, cache)[0] == "count"
+    assert _refusal(tmp_path, regen_cache)[0] == "count"
 
 
-def test_doc_not_in_split_hash_rule(tmp_path, rows, cache):
-    folder = make_submission(tmp_path, rows)
+def test_doc_not_in_split_hash_rule(tmp_path, submission_rows, regen_cache):
+    folder = make_submission(tmp_path, submission_rows)
     records = _records(folder)
     records[5]["doc"]["prompt"] = records[5]["doc"]["prompt"].replace("records", "recordz")
     _rewrite(folder, records)
-    rule, _, message = _refusal(tmp_path, cache)
+    rule, _, message = _refusal(tmp_path, regen_cache)
     assert rule == "hash" and "sample 6" in message
 
 
-def test_prompt_hash_rule(tmp_path, rows, cache):
-    folder = make_submission(tmp_path, rows)
+def test_prompt_hash_rule(tmp_path, submission_rows, regen_cache):
+    folder = make_submission(tmp_path, submission_rows)
     records = _records(folder)
     records[0]["prompt_hash"] = "0" * 64
     _rewrite(folder, records)
-    rule, _, message = _refusal(tmp_path, cache)
+    rule, _, message = _refusal(tmp_path, regen_cache)
     assert rule == "hash" and "prompt_hash" in message
 
 
-def test_other_tokenizer_is_refused(tmp_path, rows, cache):
+def test_other_tokenizer_is_refused(tmp_path, submission_rows, regen_cache):
     bos = {"tokenizer": {"name": "deepseek-v4", "args": {"add_bos_token": "True"}}}
-    make_submission(tmp_path, rows, meta=bos)
-    rule, _, message = _refusal(tmp_path, cache)
+    make_submission(tmp_path, submission_rows, meta=bos)
+    rule, _, message = _refusal(tmp_path, regen_cache)
     assert rule == "tokenizer" and "samples were made with tokenizer" in message
     shutil.rmtree(tmp_path / "acme__phase-model")
-    make_submission(tmp_path, rows, meta={"tokenizer": {"name": "no-such-alias"}})
-    assert _refusal(tmp_path, cache)[0] == "tokenizer"
+    make_submission(tmp_path, submission_rows, meta={"tokenizer": {"name": "no-such-alias"}})
+    assert _refusal(tmp_path, regen_cache)[0] == "tokenizer"
 
 
-def test_tampered_sample_accuracy_is_refused(tmp_path, rows, cache):
-    folder = make_submission(tmp_path, rows, accuracy=[0.5] * 8)
+def test_tampered_sample_accuracy_is_refused(tmp_path, submission_rows, regen_cache):
+    folder = make_submission(tmp_path, submission_rows, accuracy=[0.5] * 8)
     records = _records(folder)
     wrong = next(r for r in records if r["acc"] == 0.0)
     wrong["acc"] = 1.0
     _rewrite(folder, records)
-    rule, _, message = _refusal(tmp_path, cache)
+    rule, _, message = _refusal(tmp_path, regen_cache)
     assert rule == "metric" and "responses give 0.0" in message
 
 
-def test_tampered_reported_accuracy_is_refused(tmp_path, rows, cache):
-    folder = make_submission(tmp_path, rows, accuracy=[0.5] * 8)
+def test_tampered_reported_accuracy_is_refused(tmp_path, submission_rows, regen_cache):
+    folder = make_submission(tmp_path, submission_rows, accuracy=[0.5] * 8)
     path = next(folder.glob("results_*.json"))
     data = json.loads(path.read_text())
     data["results"][TASK]["acc,none"] += 0.01
     path.write_text(json.dumps(data))
-    rule, file, message = _refusal(tmp_path, cache)
+    rule, file, message = _refusal(tmp_path, regen_cache)
     assert rule == "metric" and file.endswith(".json") and "acc,none" in message
 
 
-def test_max_length_rule(tmp_path, rows, cache):
-    make_submission(tmp_path, rows, max_length=130)  # 128-token prompts + 16 generated
-    rule, _, message = _refusal(tmp_path, cache)
+def test_max_length_rule(tmp_path, submission_rows, regen_cache):
+    make_submission(tmp_path, submission_rows, max_length=130)  # 128-token prompts + 16 generated
+    rule, _, message = _refusal(tmp_path, regen_cache)
     assert rule == "max_length" and "144" in message
 
 
-def test_duplicates_are_refused_and_supersedes_replaces(tmp_path, rows, cache):
-    make_submission(tmp_path, rows, model="acme/m")
-    make_submission(tmp_path, rows, model="ACME/m")
-    outcome = _one(tmp_path, cache)
+def test_duplicates_are_refused_and_supersedes_replaces(tmp_path, submission_rows, regen_cache):
+    make_submission(tmp_path, submission_rows, model="acme/m")
+    make_submission(tmp_path, submission_rows, model="ACME/m")
+    outcome = _one(tmp_path, regen_cache)
     assert len(outcome.accepted) == 1
     assert [p[0].rule for _, p in outcome.refused] == ["duplicate"]
     shutil.rmtree(tmp_path / "ACME__m")
     newer = make_submission(
-        tmp_path, rows, model="acme/m", revision="f" * 40, meta={"supersedes": REVISION}
+        tmp_path, submission_rows, model="acme/m", revision="f" * 40, meta={"supersedes": REVISION}
     )
     path = next(newer.glob("results_*.json"))  # a later run of the same submitter replaces it
     path.write_text(path.read_text().replace('"date": 1795000000.0', '"date": 1795086400.0'))
-    outcome = _one(tmp_path, cache)
+    outcome = _one(tmp_path, regen_cache)
     assert [s.meta["revision"] for s in outcome.accepted] == ["f" * 40]
     assert outcome.superseded and not outcome.refused
 
@@ -205,69 +195,71 @@ def test_duplicates_are_refused_and_supersedes_replaces(tmp_path, rows, cache):
         {"revision": "../../../etc/passwd"},
     ],
 )
-def test_hostile_text_fields_are_refused(tmp_path, rows, cache, meta):
-    make_submission(tmp_path, rows)
+def test_hostile_text_fields_are_refused(tmp_path, submission_rows, regen_cache, meta):
+    make_submission(tmp_path, submission_rows)
     folder = next(tmp_path.glob("*/*"))
     data = yaml.safe_load((folder / "submission.yaml").read_text())
     data.update(meta)
     (folder / "submission.yaml").write_text(yaml.safe_dump(data))
-    rule, _, _ = _refusal(tmp_path, cache)
+    rule, _, _ = _refusal(tmp_path, regen_cache)
     assert rule in {"schema", "path"}
 
 
-def test_nan_and_negative_counts_and_malformed_files(tmp_path, rows, cache):
-    folder = make_submission(tmp_path, rows)
+def test_nan_and_negative_counts_and_malformed_files(tmp_path, submission_rows, regen_cache):
+    folder = make_submission(tmp_path, submission_rows)
     path = next(folder.glob("results_*.json"))
     text = path.read_text()
     path.write_text(text.replace('"acc,none": ', '"acc,none": NaN, "x": ', 1))
-    assert _refusal(tmp_path, cache)[0] == "json"
+    assert _refusal(tmp_path, regen_cache)[0] == "json"
     path.write_text(text.replace('"effective": 128', '"effective": -1'))
-    assert _refusal(tmp_path, cache)[0] == "count"
+    assert _refusal(tmp_path, regen_cache)[0] == "count"
     path.write_text(text[: len(text) // 2])
-    assert _refusal(tmp_path, cache)[0] == "json"
+    assert _refusal(tmp_path, regen_cache)[0] == "json"
     path.write_text(text)
     samples = next(folder.glob("samples_*"))
     samples.write_bytes(b"\x1f\x8b garbage")
-    assert _refusal(tmp_path, cache)[0] == "json"
+    assert _refusal(tmp_path, regen_cache)[0] == "json"
 
 
-def test_huge_and_symlinked_files_are_refused(tmp_path, rows, cache):
-    folder = make_submission(tmp_path, rows)
+def test_huge_and_symlinked_files_are_refused(tmp_path, submission_rows, regen_cache):
+    folder = make_submission(tmp_path, submission_rows)
     (folder / "submission.yaml").write_text("notes: '" + "x" * 70000 + "'\n")
-    assert _refusal(tmp_path, cache)[0] == "size"
+    assert _refusal(tmp_path, regen_cache)[0] == "size"
     shutil.rmtree(tmp_path / "acme__phase-model")
-    folder = make_submission(tmp_path, rows)
+    folder = make_submission(tmp_path, submission_rows)
     secret = tmp_path.parent / f"{tmp_path.name}-secret.json"
     secret.write_text("{}")
     (folder / "results_link.json").symlink_to(secret)
-    assert _refusal(tmp_path, cache)[0] == "path"
+    assert _refusal(tmp_path, regen_cache)[0] == "path"
 
 
-def test_odd_folder_names_are_listed(tmp_path, rows, cache):
+def test_odd_folder_names_are_listed(tmp_path, submission_rows, regen_cache):
     (tmp_path / "no-separator").mkdir()
     (tmp_path / "a__b" / "..hidden").mkdir(parents=True)
-    outcome = _one(tmp_path, cache)
+    outcome = _one(tmp_path, regen_cache)
     assert {p[0].rule for _, p in outcome.refused} == {"path"} and len(outcome.refused) == 2
 
 
-def test_mixed_build_publishes_the_good_and_reports_the_bad(tmp_path, rows, cache, monkeypatch):
+def test_mixed_build_publishes_the_good_and_reports_the_bad(
+    tmp_path, submission_rows, regen_cache, monkeypatch
+):
     import phasebench.leaderboard.validate as validate
 
     monkeypatch.setattr(validate, "known_tasks", lambda tasks_dir=None: dict(TASKS))
     subs = tmp_path / "subs"
-    make_submission(subs, rows, model="acme/good", accuracy=[0.9] * 8)
-    bad = make_submission(subs, rows, model="acme/tampered", accuracy=[0.5] * 8)
+    make_submission(subs, submission_rows, model="acme/good", accuracy=[0.9] * 8)
+    bad = make_submission(subs, submission_rows, model="acme/tampered", accuracy=[0.5] * 8)
     path = next(bad.glob("results_*.json"))
     data = json.loads(path.read_text())
     data["results"][TASK]["acc,none"] = 0.99
     path.write_text(json.dumps(data))
-    evil = make_submission(subs, rows, model="acme/evil")
+    evil = make_submission(subs, submission_rows, model="acme/evil")
     meta = yaml.safe_load((evil / "submission.yaml").read_text())
     meta["notes"] = "<script>alert('x')</script>"
     (evil / "submission.yaml").write_text(yaml.safe_dump(meta))
     site = tmp_path / "site"
     assert main(["leaderboard", "build", str(subs), "--out", str(site), "--quiet",
-                 "--cache", str(cache)]) == 0  # fmt: skip
+                 "--cache", str(regen_cache)]) == 0  # fmt: skip
     board = json.loads((site / "leaderboard.json").read_text())
     assert [r["model"] for r in board["rows"]] == ["acme/good"]
     refused = {r["submission"]: r["problems"][0]["rule"] for r in board["rejections"]["refused"]}
@@ -300,12 +292,14 @@ def test_script_in_a_name_appears_escaped(tmp_path):
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<script>alert" not in html
 
 
-def test_outputs_are_deterministic(tmp_path, rows, cache):
-    make_submission(tmp_path / "subs", rows, model="acme/a", accuracy=[0.9, 0.5] * 4)
-    make_submission(tmp_path / "subs", rows, model="acme/b", accuracy=[0.7] * 8)
+def test_outputs_are_deterministic(tmp_path, submission_rows, regen_cache):
+    make_submission(tmp_path / "subs", submission_rows, model="acme/a", accuracy=[0.9, 0.5] * 4)
+    make_submission(tmp_path / "subs", submission_rows, model="acme/b", accuracy=[0.7] * 8)
     digests = []
     for name in ("one", "two"):
-        board = score(validate_all(tmp_path / "subs", tasks=TASKS, cache=cache), load_reported())
+        board = score(
+            validate_all(tmp_path / "subs", tasks=TASKS, cache=regen_cache), load_reported()
+        )
         build_site(board, tmp_path / name)
         digests.append({p.relative_to(tmp_path / name): p.read_bytes()
                         for p in (tmp_path / name).rglob("*") if p.is_file()})  # fmt: skip
@@ -313,17 +307,17 @@ def test_outputs_are_deterministic(tmp_path, rows, cache):
     assert any(str(p).endswith(".svg") for p in digests[0])
 
 
-def test_rank_upper_bound_ties_overlapping_models(tmp_path, rows, cache):
-    make_submission(tmp_path, rows, model="acme/strong", accuracy=[1.0] * 8)
-    make_submission(tmp_path, rows, model="acme/strong2", accuracy=[0.97] * 8)
-    make_submission(tmp_path, rows, model="acme/weak", accuracy=[1, 1, 0, 0] * 2)
-    board = score(_one(tmp_path, cache))
+def test_rank_upper_bound_ties_overlapping_models(tmp_path, submission_rows, regen_cache):
+    make_submission(tmp_path, submission_rows, model="acme/strong", accuracy=[1.0] * 8)
+    make_submission(tmp_path, submission_rows, model="acme/strong2", accuracy=[0.97] * 8)
+    make_submission(tmp_path, submission_rows, model="acme/weak", accuracy=[1, 1, 0, 0] * 2)
+    board = score(_one(tmp_path, regen_cache))
     ranks = {r["model"]: r["rank_worst"] for r in board["rows"]}
     assert ranks["acme/strong"] == ranks["acme/strong2"] == 1 and ranks["acme/weak"] == 3
 
 
-def test_pack_keeps_what_validation_needs(tmp_path, rows, cache):
-    folder = make_submission(tmp_path / "raw", rows)
+def test_pack_keeps_what_validation_needs(tmp_path, submission_rows, regen_cache):
+    folder = make_submission(tmp_path / "raw", submission_rows)
     packed = tmp_path / "subs" / "acme__phase-model" / REVISION
     pack(folder, packed, folder / "submission.yaml")
     sample_file = next(packed.glob("samples_*.jsonl.gz"))
@@ -332,18 +326,20 @@ def test_pack_keeps_what_validation_needs(tmp_path, rows, cache):
     assert "arguments" not in first and first["doc_hash"] and first["filtered_resps"]
     raw_size = next(folder.glob("samples_*.jsonl")).stat().st_size
     assert sample_file.stat().st_size * 5 < raw_size
-    outcome = _one(tmp_path / "subs", cache)
+    outcome = _one(tmp_path / "subs", regen_cache)
     assert len(outcome.accepted) == 1, outcome.report_lines()
     again = tmp_path / "again"
     pack(folder, again)
     assert (again / sample_file.name).read_bytes() == sample_file.read_bytes()
 
 
-def test_cli_validate_reports_and_exits_1(tmp_path, rows, cache, capsys, monkeypatch):
+def test_cli_validate_reports_and_exits_1(
+    tmp_path, submission_rows, regen_cache, capsys, monkeypatch
+):
     import phasebench.leaderboard.validate as validate
 
     monkeypatch.setattr(validate, "known_tasks", lambda tasks_dir=None: dict(TASKS))
-    make_submission(tmp_path, rows, meta={"license": "<b>"})
+    make_submission(tmp_path, submission_rows, meta={"license": "<b>"})
     report = tmp_path / "report.json"
     code = main(["leaderboard", "validate", str(tmp_path), "--quiet", "--report", str(report)])
     assert code == 1
@@ -362,16 +358,18 @@ def test_shipped_copies_are_identical():
     ).read_bytes()
 
 
-def test_sample_size_caps_apply_to_decompressed_bytes(tmp_path, rows, cache):
+def test_sample_size_caps_apply_to_decompressed_bytes(tmp_path, submission_rows, regen_cache):
     from phasebench.samples import ReadLimits
 
-    folder = make_submission(tmp_path / "raw", rows)
+    folder = make_submission(tmp_path / "raw", submission_rows)
     packed = tmp_path / "subs" / "acme__phase-model" / REVISION
     pack(folder, packed, folder / "submission.yaml")
     size = len(gzip.decompress(next(packed.glob("samples_*.gz")).read_bytes()))
 
     def refusal(limits: ReadLimits):
-        outcome = validate_all(tmp_path / "subs", tasks=TASKS, cache=cache, read_limits=limits)
+        outcome = validate_all(
+            tmp_path / "subs", tasks=TASKS, cache=regen_cache, read_limits=limits
+        )
         ((_, (problem,)),) = outcome.refused
         return problem
 

@@ -11,35 +11,29 @@ import yaml
 from phasebench.leaderboard.render import build_site
 from phasebench.leaderboard.score import score
 from phasebench.leaderboard.validate import validate_all
-from support.submissions import REVISION, TASKS, make_submission, split_rows
+from support.submissions import REVISION, TASKS, make_submission
 
 
-@pytest.fixture(scope="module")
-def rows(tmp_path_factory) -> list[dict]:
-    return split_rows(tmp_path_factory.mktemp("split"))
-
-
-@pytest.fixture(scope="module")
-def cache(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("regen")
-
-
-def _variant(root: Path, rows, name: str | None, folder: str | None = None, **meta) -> Path:
+def _variant(
+    root: Path, submission_rows, name: str | None, folder: str | None = None, **meta
+) -> Path:
     extra = {"backend": "phasebench-kvpress", "kv_cache": f"kvpress {name}", **meta}
     if name is not None:
         extra["variant"] = name
-    made = make_submission(root, rows, model="acme/m", meta=extra, accuracy=[0.5] * 8, seed=1)
+    made = make_submission(
+        root, submission_rows, model="acme/m", meta=extra, accuracy=[0.5] * 8, seed=1
+    )
     target = made.parent / (folder or (f"{REVISION}+{name}" if name else REVISION))
     if target != made:
         made.rename(target)
     return target
 
 
-def test_two_variants_of_one_revision_are_both_scored(tmp_path, rows, cache):
-    _variant(tmp_path, rows, "kvpress-snapkv-r0.25")
-    _variant(tmp_path, rows, "kvpress-knorm-r0.25")
-    _variant(tmp_path, rows, None, kv_cache="none (full attention)", backend="hf")
-    outcome = validate_all(tmp_path, tasks=TASKS, cache=cache)
+def test_two_variants_of_one_revision_are_both_scored(tmp_path, submission_rows, regen_cache):
+    _variant(tmp_path, submission_rows, "kvpress-snapkv-r0.25")
+    _variant(tmp_path, submission_rows, "kvpress-knorm-r0.25")
+    _variant(tmp_path, submission_rows, None, kv_cache="none (full attention)", backend="hf")
+    outcome = validate_all(tmp_path, tasks=TASKS, cache=regen_cache)
     assert not outcome.refused, outcome.report_lines()
     assert sorted(s.name for s in outcome.accepted) == [
         f"acme__m/{REVISION}",
@@ -59,44 +53,44 @@ def test_two_variants_of_one_revision_are_both_scored(tmp_path, rows, cache):
     assert 'data-kv="kvpress kvpress-knorm-r0.25"' in index
 
 
-def test_folder_and_variant_must_agree(tmp_path, rows, cache):
-    _variant(tmp_path, rows, "kvpress-a", folder=REVISION)
-    outcome = validate_all(tmp_path, tasks=TASKS, cache=cache)
+def test_folder_and_variant_must_agree(tmp_path, submission_rows, regen_cache):
+    _variant(tmp_path, submission_rows, "kvpress-a", folder=REVISION)
+    outcome = validate_all(tmp_path, tasks=TASKS, cache=regen_cache)
     (problem,) = outcome.refused[0][1]
     assert problem.rule == "path" and f"{REVISION}+kvpress-a/" in problem.message
 
 
-def test_a_suffix_without_variant_is_refused(tmp_path, rows, cache):
-    _variant(tmp_path, rows, None, folder=f"{REVISION}+kvpress-a")
-    outcome = validate_all(tmp_path, tasks=TASKS, cache=cache)
+def test_a_suffix_without_variant_is_refused(tmp_path, submission_rows, regen_cache):
+    _variant(tmp_path, submission_rows, None, folder=f"{REVISION}+kvpress-a")
+    outcome = validate_all(tmp_path, tasks=TASKS, cache=regen_cache)
     (problem,) = outcome.refused[0][1]
     assert problem.rule == "path" and problem.message.endswith(f"acme__m/{REVISION}/")
 
 
 @pytest.mark.parametrize("folder", [f"{REVISION}+Upper", f"{REVISION}+", f"{REVISION}+a/b"])
-def test_odd_variant_folders_are_listed(tmp_path, rows, cache, folder):
+def test_odd_variant_folders_are_listed(tmp_path, submission_rows, regen_cache, folder):
     base = tmp_path / "acme__m"
     (base / folder).mkdir(parents=True)
-    outcome = validate_all(tmp_path, tasks=TASKS, cache=cache)
+    outcome = validate_all(tmp_path, tasks=TASKS, cache=regen_cache)
     assert [p[0].rule for _, p in outcome.refused] == ["path"]
 
 
-def test_schema_refuses_a_bad_variant(tmp_path, rows, cache):
-    folder = _variant(tmp_path, rows, "ok")
+def test_schema_refuses_a_bad_variant(tmp_path, submission_rows, regen_cache):
+    folder = _variant(tmp_path, submission_rows, "ok")
     meta = yaml.safe_load((folder / "submission.yaml").read_text())
     meta["variant"] = "Bad Variant"
     (folder / "submission.yaml").write_text(yaml.safe_dump(meta))
-    outcome = validate_all(tmp_path, tasks=TASKS, cache=cache)
+    outcome = validate_all(tmp_path, tasks=TASKS, cache=regen_cache)
     assert outcome.refused[0][1][0].rule == "schema"
 
 
-def test_supersedes_replaces_the_same_variant_only(tmp_path, rows, cache):
-    _variant(tmp_path, rows, "kvpress-a")
-    _variant(tmp_path, rows, "kvpress-b")
+def test_supersedes_replaces_the_same_variant_only(tmp_path, submission_rows, regen_cache):
+    _variant(tmp_path, submission_rows, "kvpress-a")
+    _variant(tmp_path, submission_rows, "kvpress-b")
     newer = "f" * 40
     made = make_submission(
         tmp_path,
-        rows,
+        submission_rows,
         model="acme/m",
         revision=newer,
         meta={"variant": "kvpress-a", "supersedes": REVISION, "kv_cache": "kvpress a"},
@@ -104,7 +98,7 @@ def test_supersedes_replaces_the_same_variant_only(tmp_path, rows, cache):
     path = next(made.glob("results_*.json"))  # a later run of the same submitter replaces it
     path.write_text(path.read_text().replace('"date": 1795000000.0', '"date": 1795086400.0'))
     made.rename(made.parent / f"{newer}+kvpress-a")
-    outcome = validate_all(tmp_path, tasks=TASKS, cache=cache)
+    outcome = validate_all(tmp_path, tasks=TASKS, cache=regen_cache)
     assert sorted(s.name for s in outcome.accepted) == [
         f"acme__m/{REVISION}+kvpress-b",
         f"acme__m/{newer}+kvpress-a",

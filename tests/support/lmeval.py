@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -12,6 +13,24 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent.parent
+
+
+#: What a wheel of this project ships (the top-level resource folders ride inside the package).
+SHIPPED = ("pyproject.toml", "README.md", "LICENSE", "phasebench", "tasks", "generators",
+           "data_cards")  # fmt: skip
+
+
+def copy_source(dest: Path) -> Path:
+    """Copy what the project ships (:data:`SHIPPED`) from the checkout into ``dest``, a folder
+    that pip can build or install, without caches; returns ``dest``."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in SHIPPED:
+        path = ROOT / name
+        if path.is_dir():
+            shutil.copytree(path, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
+        elif path.exists():
+            shutil.copy(path, dest / name)
+    return dest
 
 
 def offline_env(cache: Path, *, source_on_path: bool = True) -> dict[str, str]:

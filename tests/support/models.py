@@ -11,9 +11,10 @@ from pathlib import Path
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
-def make_tiny_llama(folder: Path) -> str:
-    """Save a 1-layer ``LlamaForCausalLM`` (hidden size 16, weights drawn from a derived random
-    stream, so the same bytes every time) with the DeepSeek-V4 tokenizer into ``folder``.
+def make_tiny_llama(folder: Path, *, layers: int = 1, hidden: int = 16) -> str:
+    """Save a ``LlamaForCausalLM`` of ``layers`` layers (hidden size ``hidden``, two heads,
+    weights drawn from a derived random stream, so the same bytes every time) with the
+    DeepSeek-V4 tokenizer into ``folder``.
 
     Returns a content revision (40 hex digits of the weights' SHA-256: a local model has no
     commit hash), which is what the example leaderboard submission records."""
@@ -26,16 +27,16 @@ def make_tiny_llama(folder: Path) -> str:
     tok = load_tokenizer("deepseek-v4")
     config = LlamaConfig(
         vocab_size=len(tok.hf),
-        hidden_size=16,
-        intermediate_size=32,
-        num_hidden_layers=1,
+        hidden_size=hidden,
+        intermediate_size=2 * hidden,
+        num_hidden_layers=layers,
         num_attention_heads=2,
         num_key_value_heads=1,
         max_position_embeddings=2048,
         tie_word_embeddings=True,
     )
     model = LlamaForCausalLM(config)
-    rng = derive_rng(0, "leaderboard", "tiny-llama")
+    rng = derive_rng(0, "leaderboard", "tiny-llama", *((layers, hidden) if layers > 1 else ()))
     with torch.no_grad():
         for _, param in sorted(model.named_parameters()):
             param.copy_(torch.from_numpy(rng.normal(0.0, 0.02, tuple(param.shape))).float())
