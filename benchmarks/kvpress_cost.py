@@ -11,42 +11,23 @@ Run in the kvpress environment, one thread, e.g.::
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 
-from phasebench.kvpress.audit import AUDIT_PRESSES, press_args
+from kvpress_model import GEN_KWARGS, load, parser
 
-GEN_KWARGS = {"until": ["\n"], "do_sample": False, "temperature": 0.0, "max_gen_toks": 16}
+from phasebench.kvpress.audit import AUDIT_PRESSES, press_args
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pretrained", required=True)
-    parser.add_argument("--gguf-file", default=None)
-    parser.add_argument("--tokenizer", default=None)
-    parser.add_argument("--family", default="niah")
-    parser.add_argument("--length", type=int, default=1024)
-    parser.add_argument("--ratio", type=float, default=0.25)
-    parser.add_argument("--prompts", type=int, default=4)
-    parser.add_argument("--presses", default=",".join(AUDIT_PRESSES))
-    args = parser.parse_args()
+    cli = parser(__doc__.splitlines()[0])
+    cli.add_argument("--prompts", type=int, default=4)
+    cli.add_argument("--presses", default=",".join(AUDIT_PRESSES))
+    args = cli.parse_args()
 
-    import torch
-
-    from phasebench.kvpress.backend import KVPressLM
     from phasebench.kvpress.presses import parse_press
-    from phasebench.lmeval.data import resolve_split
 
-    torch.set_num_threads(1)
-    model_args = {"pretrained": args.pretrained, "dtype": "float32", "device": "cpu"}
-    if args.gguf_file:
-        model_args["gguf_file"] = args.gguf_file
-    if args.tokenizer:
-        model_args["tokenizer"] = args.tokenizer
-    lm = KVPressLM(**model_args)
-    split = resolve_split(args.family, **model_args, max_seq_lengths=[args.length], n_base=16)
-    rows = split.rows[: args.prompts]
+    lm, rows = load(args, args.prompts)
     for name in args.presses.split(","):
         spec, _ = parse_press(*_press_and_inner(press_args(name, args.ratio)))
         lm.press = spec.build() if spec is not None else None

@@ -11,26 +11,15 @@ Run in the kvpress environment, one thread, e.g.::
 
 from __future__ import annotations
 
-import argparse
 import json
 
-GEN_KWARGS = {"until": ["\n"], "do_sample": False, "temperature": 0.0, "max_gen_toks": 16}
+from kvpress_model import GEN_KWARGS, load, parser
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pretrained", required=True)
-    parser.add_argument("--gguf-file", default=None)
-    parser.add_argument("--tokenizer", default=None)
-    parser.add_argument("--family", default="niah")
-    parser.add_argument("--length", type=int, default=1024)
-    parser.add_argument("--ratio", type=float, default=0.25)
-    args = parser.parse_args()
-
-    import torch
+    args = parser(__doc__.splitlines()[0]).parse_args()
 
     from phasebench.errors import PhasebenchError
-    from phasebench.kvpress.backend import KVPressLM
     from phasebench.kvpress.presses import (
         PressError,
         init_fields,
@@ -38,18 +27,8 @@ def main() -> None:
         parse_press,
         press_classes,
     )
-    from phasebench.lmeval.data import resolve_split
 
-    torch.set_num_threads(1)
-    model_args = {"pretrained": args.pretrained, "dtype": "float32", "device": "cpu"}
-    if args.gguf_file:
-        model_args["gguf_file"] = args.gguf_file
-    if args.tokenizer:
-        model_args["tokenizer"] = args.tokenizer
-    lm = KVPressLM(**model_args)
-    (row, *_) = resolve_split(
-        args.family, **model_args, max_seq_lengths=[args.length], n_base=16
-    ).rows
+    lm, (row, *_) = load(args, 1)
     for name, cls in sorted(press_classes().items()):
         values = {}
         slot = inner_field(cls)
