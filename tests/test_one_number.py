@@ -20,7 +20,12 @@ from phasebench.leaderboard.score import score
 from phasebench.leaderboard.validate import validate_all
 
 ROOT = Path(__file__).resolve().parent.parent
-SUBMISSION = next((ROOT / "leaderboard" / "submissions").glob("HuggingFaceTB__SmolLM2*/*"))
+#: The plain SmolLM2 run (kv, niah and code); the ``+kvpress-*`` variants hold niah only.
+SUBMISSION = next(
+    p
+    for p in sorted((ROOT / "leaderboard" / "submissions").glob("HuggingFaceTB__SmolLM2*/*"))
+    if "+" not in p.name
+)
 TASKS = {"phasebench_kv": "512", "phasebench_niah": "512", "phasebench_code": "0"}
 
 #: lm-eval results key -> (report/leaderboard key, index into an interval or None)
