@@ -30,9 +30,13 @@ from phasebench.rows import config_length
 from phasebench.samples import (
     RESULTS_NAME,
     SAMPLES_NAME,
+    SERVED_KEY,
+    SERVED_STATES,
     iter_samples,
     read_results,
     scored_record,
+    served_label,
+    served_state,
     summarize_records,
 )
 
@@ -191,7 +195,16 @@ def build_report(
     for run in runs:
         tasks: dict[str, dict[str, Any]] = {}
         for task, samples in run.samples.items():
-            for (label, length), records in sorted(_group(task, samples).items()):
+            groups, served = _group(task, samples)
+            for key, witness in served.items():
+                if not groups.get(key):
+                    raise SamplesError(
+                        f"{run.source}: {key[0]} length {key[1]}: no sample's server prompt "
+                        f"token count agrees with its label ({_witness_line(witness)}); the "
+                        "server read other sequences than phasebench labelled (another "
+                        "tokenizer, BOS or chat template, or a truncated prompt)"
+                    )
+            for (label, length), records in sorted(groups.items()):
                 try:
                     summary = summarize_records(records, n_boot=n_boot, n_perm=n_perm, seed=seed)
                 except SamplesError:
@@ -201,6 +214,7 @@ def build_report(
                 tasks.setdefault(label, {})[str(length)] = {
                     "task": label,
                     "length": length,
+                    "served": served.get((label, length)),
                     **summary,
                 }
         if not tasks:
@@ -212,12 +226,18 @@ def build_report(
     return out
 
 
-def _group(task: str, samples: list[dict[str, Any]]) -> dict[tuple[str, int], list[tuple]]:
-    """Scored records per (task label, config length); a task run with several filters is
-    several labels. Samples that are not phasebench docs are left out; a phasebench doc with a
-    broken field is refused with the sample's number."""
+def _group(
+    task: str, samples: list[dict[str, Any]]
+) -> tuple[dict[tuple[str, int], list[tuple]], dict[tuple[str, int], dict[str, Any]]]:
+    """Scored records per (task label, config length), and per group the server's witness:
+    how many samples' server counts agree with their labels, disagree, or were not reported,
+    and the first disagreement. A task run with several filters is several labels. Samples that
+    are not phasebench docs are left out, and so are samples whose server count disagrees (the
+    model read another sequence than the one the phases were computed for); a phasebench doc
+    with a broken field is refused with the sample's number."""
     filters = sorted({str(s.get("filter", "none")) for s in samples})
     groups: dict[tuple[str, int], list[tuple]] = defaultdict(list)
+    served: dict[tuple[str, int], dict[str, Any]] = {}
     for number, s in enumerate(samples, 1):
         doc = s.get("doc")
         if not isinstance(doc, dict) or "phase" not in doc or "base_id" not in doc:
@@ -227,6 +247,22 @@ def _group(task: str, samples: list[dict[str, Any]]) -> dict[tuple[str, int], li
         if missing:
             raise SamplesError(f"{where}: doc has no {', '.join(missing)}")
         label = task if len(filters) == 1 else f"{task}/{s.get('filter', 'none')}"
+        key = (label, config_length(doc))
+        try:
+            state = served_state(doc, s.get(SERVED_KEY))
+        except (SamplesError, KeyError, TypeError, ValueError) as exc:
+            raise SamplesError(f"{where}: {exc}") from None
+        if state is not None:  # through an API server
+            witness = served.setdefault(key, dict.fromkeys(SERVED_STATES, 0) | {"first": None})
+            witness[state] += 1
+        if state == "disagree":
+            if witness["first"] is None:
+                witness["first"] = {
+                    "id": str(doc.get("id", number)),
+                    "label": served_label(doc),
+                    "count": int(s[SERVED_KEY][1]),
+                }
+            continue
         acc = _number(s.get("acc"), f"{where}: acc")
         margin = None if doc["family"] != "code" else _number(s.get("margin"), f"{where}: margin")
         try:
@@ -235,8 +271,25 @@ def _group(task: str, samples: list[dict[str, Any]]) -> dict[tuple[str, int], li
             raise SamplesError(f"{where}: doc field {exc} is missing or not a number") from None
         if not 0 <= record[3] < record[1]:
             raise SamplesError(f"{where}: phase {record[3]} is not in 0..{record[1] - 1}")
-        groups[(label, config_length(doc))].append(record)
-    return groups
+        groups[key].append(record)
+    return groups, served
+
+
+def _witness_line(w: dict[str, Any]) -> str:
+    """What the server's prompt token counts say about one group's labels."""
+    total = w["agree"] + w["disagree"] + w["unverified"]
+    if w["unverified"] == total:
+        return f"labels unverified: the server reported no prompt token count ({total} samples)"
+    parts = [f"{w['agree']}/{total} agree with the label"]
+    if w["disagree"]:
+        f = w["first"]
+        parts.append(
+            f"{w['disagree']} disagree and are left out (first: {f['id']} labelled "
+            f"{f['label']}, server {f['count']})"
+        )
+    if w["unverified"]:
+        parts.append(f"{w['unverified']} unverified")
+    return "; ".join(parts)
 
 
 def _number(value: Any, what: str) -> float:
@@ -299,6 +352,8 @@ def render_tables(report: dict[str, Any]) -> str:
                     f" ({verdict}; null gap 95% = {_pct(e['null_gap_q95']).strip()})",
                     f"  period      {period}",
                 ]
+                if e.get("served"):
+                    lines.append(f"  server      {_witness_line(e['served'])}")
                 if e.get("cochran_q") is not None:
                     lines.append(f"  Cochran Q   {e['cochran_q']:.2f}  p = {_p(e['cochran_p'])}")
                 table = {

@@ -21,7 +21,7 @@ import json
 import math
 import re
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,9 +34,14 @@ __all__ = [
     "SAMPLES_NAME",
     "LogError",
     "ReadLimits",
+    "SERVED_KEY",
+    "SERVED_STATES",
     "iter_samples",
     "read_results",
     "scored_record",
+    "served_verified_share",
+    "served_label",
+    "served_state",
     "summarize_records",
 ]
 
@@ -158,6 +163,49 @@ def read_results(path: Path | str, max_bytes: int = MAX_RESULTS_BYTES) -> dict[s
     if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
         raise LogError("json", path, "no 'results' mapping: is this an lm-eval results file?")
     return data
+
+
+# -- the server's witness ----------------------------------------------------------------------
+
+#: The per-sample key of the server's witness, ``[label, count]``: the prompt token count
+#: phasebench labelled and the one the server reported (:mod:`phasebench.lmeval.witness`),
+#: ``count`` null where the server reported none (the label is unverified). Absent where no
+#: server was involved (``hf``, ``vllm``: phasebench's tokenizer is the backend's).
+SERVED_KEY = "served_verified"
+SERVED_STATES = ("agree", "disagree", "unverified")
+
+
+def served_label(doc: Mapping[str, Any]) -> int:
+    """The prompt token count a server must report for ``doc``: the row's ``length``, or under
+    a chat template the templated sequence's (``served_length``, set when phases are
+    relabelled)."""
+    return int(doc.get("served_length", doc["length"]))
+
+
+def served_state(doc: Mapping[str, Any], value: Any) -> str | None:
+    """``agree``, ``disagree`` or ``unverified`` (the server reported no count) for a logged
+    ``served_verified`` value of ``doc``, None when there is none (no server was involved). The
+    label is taken from the doc, not from the log."""
+    if value is None:
+        return None
+    if not isinstance(value, list | tuple) or len(value) != 2:
+        raise SamplesError(f"{SERVED_KEY} must be [label, count] (got {value!r})")
+    count = value[1]
+    if count is None:
+        return "unverified"
+    if isinstance(count, bool) or not isinstance(count, int | float):
+        raise SamplesError(f"{SERVED_KEY} count must be a number (got {count!r})")
+    return "agree" if int(count) == served_label(doc) else "disagree"
+
+
+def served_verified_share(items: Sequence[Any]) -> float:
+    """lm-eval's aggregate of ``served_verified``: the share of the API samples whose server
+    count was reported and equals their label (1.0: every label verified; a server that
+    reports no count gives 0.0, and ``phasebench report`` says which of the two it was)."""
+    pairs = [v for v in items if isinstance(v, list | tuple) and len(v) == 2]
+    if not pairs:
+        return 0.0
+    return sum(c is not None and int(c) == int(label) for label, c in pairs) / len(pairs)
 
 
 # -- scored records ------------------------------------------------------------------------------

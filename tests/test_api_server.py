@@ -20,7 +20,7 @@ from __future__ import annotations
 import pytest
 
 from phasebench.lmeval.harness import API_BACKENDS, model_max_length
-from support.api_checks import check_chat, check_completions
+from support.api_checks import check_chat, check_completions, check_witness_catches_retokenizing
 from support.openai_server import serve
 
 
@@ -39,6 +39,16 @@ def test_completions_server_feeds_the_ids_phasebench_labelled(server, tmp_path, 
 @pytest.mark.slow
 def test_chat_completions_relabel_by_the_server_template(server, tmp_path):
     assert check_chat(server, tmp_path)
+
+
+@pytest.mark.slow
+def test_witness_marks_prompts_the_server_tokenized_otherwise(server, tmp_path):
+    """The split labelled for the reference models' tokenizer, served by SmolLM2's: the
+    server re-tokenizes every prompt, its counts disagree, and the witness says so."""
+    from phasebench.resources import reference_weights_dir
+
+    other = reference_weights_dir() / "tokenizer"
+    assert check_witness_catches_retokenizing(server, tmp_path, other)
 
 
 def test_api_backends_take_the_context_from_max_length():

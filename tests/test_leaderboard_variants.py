@@ -104,3 +104,37 @@ def test_supersedes_replaces_the_same_variant_only(tmp_path, submission_rows, re
         f"acme__m/{newer}+kvpress-a",
     ]
     assert outcome.superseded == [(f"acme__m/{REVISION}+kvpress-a", f"acme__m/{newer}+kvpress-a")]
+
+
+def test_one_model_on_two_serving_stacks_is_two_rows(tmp_path, submission_rows, regen_cache):
+    from phasebench.leaderboard.score import flat_table, write_tables
+
+    vllm = {"engine": "vllm", "version": "0.28.0", "flags": ["prefix-caching", "chunked-prefill"]}
+    sglang = {"engine": "sglang", "version": "0.5.2"}
+    for name, serving in (("vllm", vllm), ("sglang", sglang)):
+        _variant(tmp_path, submission_rows, name, backend="local-completions",
+                 kv_cache="CSA window 8 stride 4", serving=serving)  # fmt: skip
+    outcome = validate_all(tmp_path, tasks=TASKS, cache=regen_cache)
+    assert not outcome.refused, outcome.report_lines()
+    board = score(outcome)
+    assert sorted(r["serving"] for r in board["rows"]) == [
+        "sglang 0.5.2",
+        "vllm 0.28.0; prefix-caching, chunked-prefill",
+    ]
+    assert sorted(flat_table(board)["serving"]) == sorted(r["serving"] for r in board["rows"])
+    write_tables(board, tmp_path / "out")
+    assert (
+        "vllm 0.28.0; prefix-caching, chunked-prefill"
+        in (tmp_path / "out" / "leaderboard.csv").read_text()
+    )
+    build_site(board, tmp_path / "site")
+    index = (tmp_path / "site" / "index.html").read_text()
+    assert "served by vllm 0.28.0; prefix-caching, chunked-prefill" in index
+    assert "served by sglang 0.5.2" in index
+
+
+def test_a_serving_field_is_checked_by_the_schema(tmp_path, submission_rows, regen_cache):
+    _variant(tmp_path, submission_rows, "vllm", serving={"engine": "vLLM <b>", "version": "1"})
+    outcome = validate_all(tmp_path, tasks=TASKS, cache=regen_cache)
+    (problem,) = outcome.refused[0][1]
+    assert problem.rule == "schema" and "serving" in problem.message

@@ -1,5 +1,6 @@
 """The per-task rules: every logged sample against the regenerated split, re-scored, and every
-reported aggregate recomputed (``limit``, ``count``, ``tokenizer``, ``hash``, ``metric``)."""
+reported aggregate recomputed (``limit``, ``count``, ``tokenizer``, ``hash``, ``metric``,
+``served``: a sample whose server-reported prompt token count disagrees with its label)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,12 @@ from typing import Any
 
 import pandas as pd
 
-from phasebench.errors import PhasebenchError
+from phasebench.errors import PhasebenchError, SamplesError
 from phasebench.leaderboard.collect import RawSubmission, Refused
 from phasebench.leaderboard.regenerate import Regenerator
 from phasebench.lmeval.compat import DEFAULT_MAX_GEN_TOKS, doc_hash, hash_string
 from phasebench.rows import config_length, paired_unit
+from phasebench.samples import SERVED_KEY, served_label, served_state, served_verified_share
 from phasebench.tokenizer_behaviour import provenance_difference
 
 METRIC_TOLERANCE = 1e-9
@@ -298,12 +300,15 @@ class _TaskContext:
         except KeyError as exc:
             raise Refused("hash", path, f"sample {number}: cannot restore field {exc}") from None
         self._check_doc(number, rec, full, row)
+        served = self._check_served(number, rec, full)
         context = expected_context(full, self.config, self.tok, self.chat)
         if hash_string(context) != rec["prompt_hash"]:
             raise Refused(
                 "hash", path, f"sample {number}: prompt_hash does not match the regenerated prompt"
             )
         metrics = self._rescore(number, rec, full)
+        if served is not None:
+            metrics[SERVED_KEY] = served
         need = row["length"] + (
             _longest_choice(self.tok, row["choices"]) if row["choices"] else self.gen_budget
         )
@@ -331,6 +336,25 @@ class _TaskContext:
             str(_gold_index(row)),
         ):
             raise Refused("hash", path, f"sample {number}: target does not match the split")
+
+    def _check_served(self, number: int, rec: dict, full: dict) -> list | None:
+        """The server's witness of the sample (``[label, count]``, None for a run without a
+        server): a count that disagrees with the label means the model read another sequence
+        than the one the phases were computed for, and refuses the submission."""
+        value = rec.get(SERVED_KEY)
+        try:
+            state = served_state(full, value)
+        except (SamplesError, KeyError, TypeError, ValueError) as exc:
+            raise Refused("served", self.path, f"sample {number}: {exc}") from None
+        if state == "disagree":
+            raise Refused(
+                "served",
+                self.path,
+                f"sample {number}: the server counted {value[1]} prompt tokens where the "
+                f"labelled prompt has {served_label(full)}; every sample's server count must "
+                f"agree with its label",
+            )
+        return None if state is None else [served_label(full), value[1]]
 
     def _rescore(self, number: int, rec: dict, full: dict) -> dict[str, Any]:
         path = self.path
@@ -392,6 +416,8 @@ def _check_aggregates(
             raise Refused("metric", path, f"{task}: {key} is not a number ({value!r})")
         if metric in ("acc", "margin"):
             expected = float(frame[metric].mean())
+        elif metric == SERVED_KEY:
+            expected = served_verified_share([s[metric] for s in scored if metric in s])
         else:
             items = [s[metric] for s in scored if metric in s]
             if not items:

@@ -142,6 +142,7 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
                     "precision": sub.meta["precision"],
                     "backend": sub.meta["backend"],
                     "kv_cache": sub.meta["kv_cache"],
+                    "serving": serving_label(sub.meta.get("serving")),
                     "chat_template": bool(sub.meta["chat_template"]),
                     "acc": summary["acc"],
                     "acc_ci": summary["acc_ci"],
@@ -298,16 +299,26 @@ def reported_rows(data: Mapping[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+def serving_label(serving: Mapping[str, Any] | None) -> str | None:
+    """How a row names its serving stack (``vllm 0.28; prefix-caching, chunked-prefill``), or
+    None for a run on lm-eval's own backend."""
+    if not serving:
+        return None
+    flags = ", ".join(serving.get("flags") or [])
+    return f"{serving['engine']} {serving['version']}" + (f"; {flags}" if flags else "")
+
+
 # -- files --------------------------------------------------------------------------------------
 
 FLAT_COLUMNS = [
     "board", "task", "task_version", "length", "modulus", "n_base", "model", "revision",
-    "precision", "backend", "kv_cache", "chat_template", "rank_worst", "rank_average", "acc",
-    "acc_lo", "acc_hi", "worst_phase", "worst_phase_lo", "worst_phase_hi", "worst_phase_index",
-    "worst_phase_crossfit", "worst_phase_crossfit_lo", "worst_phase_crossfit_hi", "best_phase",
-    "best_phase_index", "gap", "gap_lo", "gap_hi", "null_gap_mean", "null_gap_q95", "p_value",
-    "significant", "dominant_period", "phase_lock_rate", "lm_eval_version",
-    "transformers_version", "phasebench_version", "date", "reported", "evidence",
+    "precision", "backend", "kv_cache", "serving", "chat_template", "rank_worst", "rank_average",
+    "acc", "acc_lo", "acc_hi", "worst_phase", "worst_phase_lo", "worst_phase_hi",
+    "worst_phase_index", "worst_phase_crossfit", "worst_phase_crossfit_lo",
+    "worst_phase_crossfit_hi", "best_phase", "best_phase_index", "gap", "gap_lo", "gap_hi",
+    "null_gap_mean", "null_gap_q95", "p_value", "significant", "dominant_period",
+    "phase_lock_rate", "lm_eval_version", "transformers_version", "phasebench_version", "date",
+    "reported", "evidence",
 ]  # fmt: skip
 #: A cell starting with one of these is a formula to a spreadsheet.
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")

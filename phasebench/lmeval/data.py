@@ -250,14 +250,14 @@ def resolve_split(family: str, **kwargs: Any) -> LoadedSplit:
     if _truthy(kwargs.get("apply_chat_template")):
         system = kwargs.get("system_instruction")
         # measured on the first and last row of every config: the prefix must be constant
-        offsets = {chat_offset(tok, r, system) for c in per_config for r in (c[0], c[-1])}
-        if len(offsets) != 1:
+        shifts = {chat_shift(tok, r, system) for c in per_config for r in (c[0], c[-1])}
+        if len(shifts) != 1:
             raise TokenizerError(
                 f"the chat template of {tok.name!r} shifts prompts by different amounts "
-                f"({sorted(offsets)}); run without --apply_chat_template"
+                f"({sorted(shifts)}); run without --apply_chat_template"
             )
-        offset = offsets.pop()
-        rows = [relabel(row, offset) for row in rows]
+        offset, extra = shifts.pop()
+        rows = [relabel(row, offset, extra) for row in rows]
     return LoadedSplit(tuple(folders), manifests, rows, offset)
 
 
@@ -297,6 +297,15 @@ def chat_offset(tok: PhaseTokenizer, row: Mapping[str, Any], system: str | None 
     found through the offsets mapping. A template that the tokenizer does not define raises, and
     the caller falls back on offset invariance (DESIGN section 2).
     """
+    return chat_shift(tok, row, system)[0]
+
+
+def chat_shift(
+    tok: PhaseTokenizer, row: Mapping[str, Any], system: str | None = None
+) -> tuple[int, int]:
+    """``(offset, extra)``: the tokens a chat template adds before the anchor (see
+    :func:`chat_offset`) and in all, so the templated sequence is ``length + extra`` tokens
+    long (what a server that applies the template must report as its prompt count)."""
     messages = ([{"role": "system", "content": system}] if system else []) + [
         {"role": "user", "content": _SENTINEL}
     ]
@@ -312,18 +321,22 @@ def chat_offset(tok: PhaseTokenizer, row: Mapping[str, Any], system: str | None 
     bos = getattr(tok.hf, "bos_token", None)
     special = not (bos and whole.startswith(bos))  # lm-eval skips a second BOS the same way
     enc = tok.hf(whole, return_offsets_mapping=True, add_special_tokens=special)
+    extra = len(enc["input_ids"]) - int(row["length"])
     if row["family"] == "code":  # the anchor is the first answer token: after the whole context
-        return len(enc["input_ids"]) - int(row["anchor_index"])
+        return len(enc["input_ids"]) - int(row["anchor_index"]), extra
     anchor_char = len(before) + int(row["key_char"])
     for i, (s, e) in enumerate(enc["offset_mapping"]):
         if s <= anchor_char < e:
-            return i - int(row["anchor_index"])
+            return i - int(row["anchor_index"]), extra
     raise TokenizerError("cannot locate the needle inside the chat-templated prompt")
 
 
-def relabel(row: Mapping[str, Any], offset: int) -> dict:
-    """``row`` with ``anchor_index``/``phase`` counted in the templated sequence."""
+def relabel(row: Mapping[str, Any], offset: int, extra: int | None = None) -> dict:
+    """``row`` with ``anchor_index``/``phase`` counted in the templated sequence, and (given
+    the template's ``extra`` tokens) ``served_length``, that sequence's token count."""
     out = dict(row)
+    if extra is not None:
+        out["served_length"] = int(row["length"]) + extra
     out["anchor_offset"] = offset
     out["split_phase"] = row["phase"]
     out["anchor_index"] = int(row["anchor_index"]) + offset

@@ -4,8 +4,11 @@ lm-eval has no plugin hook for tasks, so the tasks folder is passed as ``--inclu
 ``phasebench eval`` parses the arguments with lm-eval's own parser, prepares each phasebench
 split (generated for the model's tokenizer and cached, so lm-eval then loads it at once), refuses
 a run whose longest prompt plus generation budget exceeds the model's context (lm-eval's ``hf``
-backend would cut the prompt from the left, deleting needles and faking a phase gap), and then
-hands the very same arguments to lm-eval.
+backend would cut the prompt from the left, deleting needles and faking a phase gap; through an
+API, the context the user states as ``max_length``), and then hands the very same arguments to
+lm-eval, except that ``local-completions`` and ``local-chat-completions`` run as their
+witnessing subclasses (:mod:`phasebench.lmeval.witness`), which log the server's own prompt
+token count for every sample.
 """
 
 from __future__ import annotations
@@ -17,8 +20,13 @@ from typing import Any
 
 from phasebench.errors import EvalError
 from phasebench.lmeval.tasks import MAX_GEN_TOKS
+from phasebench.lmeval.witness import (
+    WITNESSED_BACKENDS,
+    register_witnessed_backends,
+    witnessed_backend,
+)
 from phasebench.resources import resource_dir
-from phasebench.samples import SAMPLES_NAME
+from phasebench.samples import SAMPLES_NAME, served_label
 
 #: lm-eval task name -> split family; the group ``phasebench`` runs all three.
 TASK_FAMILIES = {"phasebench_niah": "niah", "phasebench_kv": "kv", "phasebench_code": "code"}
@@ -104,15 +112,28 @@ def generation_budget(family: str, gen_kwargs: Mapping[str, Any] | None) -> int:
     return MAX_GEN_TOKS
 
 
-def check_fits(family: str, longest: int, budget: int, max_length: int) -> None:
-    """Refuse a run that lm-eval would left-truncate (one clear line)."""
-    if longest + budget > max_length:
+def check_fits(
+    family: str, longest: int, budget: int, max_length: int, backend: str | None = None
+) -> None:
+    """Refuse a run that lm-eval or the server would truncate (one clear line). Through an API
+    the context is the one the user states as ``max_length``: it must be the server's own
+    (Ollama's ``num_ctx``, vLLM's ``--max-model-len``), which phasebench cannot ask for."""
+    if longest + budget <= max_length:
+        return
+    if backend in API_BACKENDS:
         raise EvalError(
             f"phasebench_{family}: the longest prompt ({longest} tokens) plus {budget} generated "
-            f"tokens exceeds the model's context of {max_length}; lm-eval would cut the prompt "
-            f"and delete needles. Lower max_seq_lengths in --metadata or raise max_length "
-            f"(hf) / max_model_len (vllm) in --model_args"
+            f"tokens exceeds the stated context of {max_length + 1} (max_length in --model_args, "
+            f"one token of which lm-eval keeps back); a server cuts such a prompt (Ollama drops "
+            f"its middle, deleting needles). Lower max_seq_lengths in --metadata or start the "
+            f"server with a larger context and state it as max_length"
         )
+    raise EvalError(
+        f"phasebench_{family}: the longest prompt ({longest} tokens) plus {budget} generated "
+        f"tokens exceeds the model's context of {max_length}; lm-eval would cut the prompt "
+        f"and delete needles. Lower max_seq_lengths in --metadata or raise max_length "
+        f"(hf) / max_model_len (vllm) in --model_args"
+    )
 
 
 def prepare(ns: Any) -> None:
@@ -133,15 +154,22 @@ def prepare(ns: Any) -> None:
         if getattr(ns, "system_instruction", None):
             metadata["system_instruction"] = ns.system_instruction
         ns.metadata = metadata  # the tasks relabel phases for the templated sequence
-    max_length = model_max_length(model_args, getattr(ns, "model", None))
+    backend = getattr(ns, "model", None)
+    max_length = model_max_length(model_args, backend)
     for family in families:
         split = resolve_split(family, **(model_args | metadata))
-        # the prompt as the model receives it (code: the anchor is the prompt's token count)
-        key = "anchor_index" if family == "code" else "length"
-        longest = max(int(r[key]) for r in split.rows) + (
-            0 if family == "code" else split.anchor_offset
-        )
-        check_fits(family, longest, generation_budget(family, ns.gen_kwargs), max_length)
+        # the prompt as the model receives it (code: the anchor is the prompt's token count;
+        # kv, niah: the templated sequence's under a chat template)
+        if family == "code":
+            longest = max(int(r["anchor_index"]) for r in split.rows)
+        else:
+            longest = max(served_label(r) for r in split.rows)
+        budget = generation_budget(family, ns.gen_kwargs)
+        check_fits(family, longest, budget, max_length, backend)
+    if backend in WITNESSED_BACKENDS:
+        # the same backend, whose responses carry the server's prompt token counts
+        register_witnessed_backends()
+        ns.model = witnessed_backend(backend)
 
 
 @dataclass(frozen=True)

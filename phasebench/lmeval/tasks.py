@@ -33,7 +33,14 @@ from typing import Any
 
 from phasebench.errors import EvalError
 from phasebench.rows import config_length
-from phasebench.samples import scored_record, summarize_records
+from phasebench.samples import (
+    SERVED_KEY,
+    scored_record,
+    served_label,
+    served_state,
+    served_verified_share,
+    summarize_records,
+)
 
 #: ``max_gen_toks`` of the generate_until task YAMLs (a test keeps them equal).
 MAX_GEN_TOKS = 16
@@ -153,6 +160,11 @@ def process_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str,
     generate_until (kv, niah): ``results`` is ``[response]``. multiple_choice (code): one
     ``(loglikelihood, is_greedy)`` per entry of ``choices``; ``margin`` is log p(right) minus
     log p(best distractor), ``acc`` is ``margin > 0``.
+
+    Where the response carries the server's prompt token count
+    (:class:`phasebench.lmeval.witness.ServedText`), ``served_verified`` logs ``[label, count]``;
+    a sample whose count disagrees with its label keeps only that: its phases were computed
+    for another sequence than the one the model read, so it is left out of every statistic.
     """
     margin: float | None = None
     if doc["family"] == "code":
@@ -162,8 +174,14 @@ def process_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str,
         acc = float(margin > 0)
     else:
         acc = float(answer_matches(str(results[0]), str(doc["answer"])))
+    out: dict[str, Any] = {}
+    if results and hasattr(results[0], "prompt_tokens"):  # through a witnessed API backend
+        count = results[0].prompt_tokens
+        out[SERVED_KEY] = [served_label(doc), None if count is None else int(count)]
+        if served_state(doc, out[SERVED_KEY]) == "disagree":
+            return out
     record = scored_record(doc, acc, margin)
-    out: dict[str, Any] = {"acc": acc}
+    out["acc"] = acc
     if margin is not None:
         out["margin"] = margin
     length = config_length(doc)
@@ -244,7 +262,8 @@ class _PhaseTaskBase:
         family = docs[0]["family"]
         modulus = int(docs[0]["phase_modulus"])
         lengths = sorted({config_length(d) for d in docs})
-        self._phasebench_keys = set(SAMPLE_METRICS)
+        self._phasebench_keys = {*SAMPLE_METRICS, SERVED_KEY}
+        compat.add_phase_metric(self, SERVED_KEY, served_verified_share, True)
         for key in metric_keys(family, modulus, lengths, metrics):
             name = parse_metric_key(key)[0]
             aggregation = functools.partial(aggregate, name=name)

@@ -39,15 +39,25 @@ class Run:
     samples: list[dict]
     sent: list[Exchange]
     fed_before: int
+    output: str
 
 
-def run_eval(served: Served, work: Path, backend: str, task: str, *extra: str) -> Run:
+def run_eval(
+    served: Served,
+    work: Path,
+    backend: str,
+    task: str,
+    *extra: str,
+    tokenizer: Path | None = None,
+    returncode: int = 0,
+) -> Run:
     """``phasebench eval --model BACKEND`` on ``task`` through the proxy, 8 base items x 4
-    phases at 256 tokens, 8 tokens generated per prompt, one request at a time."""
+    phases at 256 tokens, 8 tokens generated per prompt, one request at a time; the split is
+    labelled with ``tokenizer`` (default: the served model's own)."""
     path = "/v1/chat/completions" if "chat" in backend else "/v1/completions"
     args = (
         f"model={served.model},base_url={served.url}{path},"
-        f"tokenizer={served.tokenizer},max_length=2048"
+        f"tokenizer={tokenizer or served.tokenizer},max_length=2048"
     )
     if backend == "local-completions":
         # neither server takes a token-id prompt (transformers serve answers 400 "prompt must be
@@ -58,14 +68,18 @@ def run_eval(served: Served, work: Path, backend: str, task: str, *extra: str) -
     seen, fed_before = len(served.recorder.on(path)), served.fed_count()
     proc = lm_eval(work, args, task, METADATA, wrapper=True, model=backend, batch_size=1,
                    extra=["--gen_kwargs", "max_gen_toks=8", *extra], timeout=1800)  # fmt: skip
-    require(proc.returncode == 0, f"phasebench eval failed: {proc.stderr[-3000:]}")
-    require("phasebench summary of this run" in proc.stdout, "no phasebench summary printed")
+    require(
+        proc.returncode == returncode,
+        f"phasebench eval exited {proc.returncode}, not {returncode}: {proc.stderr[-3000:]}",
+    )
+    if returncode == 0:
+        require("phasebench summary of this run" in proc.stdout, "no phasebench summary printed")
     results, samples = outputs(work / "out")
     sent = served.recorder.on(path)[seen:]
     logged = samples[task]
     n = N_BASE * MODULUS
     require(len(logged) == len(sent) == n, f"{len(logged)} samples, {len(sent)} requests, not {n}")
-    return Run(results, logged, sent, fed_before)
+    return Run(results, logged, sent, fed_before, proc.stdout + proc.stderr)
 
 
 def _pair(served: Served, run: Run, texts: list[str]) -> list[tuple[dict, list[int]]]:
@@ -110,17 +124,22 @@ def check_completions(served: Served, work: Path, family: str) -> list[str]:
         counted = response["usage"]["prompt_tokens"]
         lengths = f"server counted {counted}, fed {len(ids)}, split {doc['length']}"
         require(counted == len(ids) == doc["length"], f"{name}: {lengths}")
+        logged = sample["served_verified"]
+        require(logged == [doc["length"], counted], f"{name}: served_verified logged {logged}")
         covered = _covers(served, tok, doc["prompt"], ids, doc["anchor_index"], doc["key_char"])
         require(covered, f"{name}: token {doc['anchor_index']} does not hold the needle")
         require(doc["phase"] == doc["anchor_index"] % MODULUS, f"{name}: phase != anchor mod P")
     table = run.results["results"][task]
     worst, acc = table["acc_worst_phase,none"], table["acc,none"]
     require(0.0 <= worst <= acc <= 1.0, f"{task}: worst phase {worst}, acc {acc}")
+    require(table["served_verified,none"] == 1.0, f"{task}: served_verified {table}")
     n = len(run.samples)
+    require(f"server      {n}/{n} agree with the label" in run.output, "no witness line printed")
     return [
         f"{task} local-completions: {n} prompts sent as text",
         f"  {served.witness} == phasebench's ids of the split's prompt: {n}/{n}",
         f"  usage.prompt_tokens == their count == split length ({doc['length']}): {n}/{n}",
+        f"  served_verified logged [length, usage.prompt_tokens], agreeing: {n}/{n}",
         f"  token at anchor_index holds the needle's first character: {n}/{n}",
         f"  acc {acc:.3f}, worst phase {worst:.3f}",
     ]
@@ -150,6 +169,8 @@ def check_chat(served: Served, work: Path) -> list[str]:
         require(ids == enc["input_ids"], f"{name}: the server fed other ids than the template's")
         counted = response["usage"]["prompt_tokens"]
         require(counted == len(ids), f"{name}: server counted {counted}, fed {len(ids)}")
+        label = doc["served_length"]
+        require(sample["served_verified"] == [label, counted], f"{name}: templated length {label}")
         anchor_char = text.index(doc["prompt"]) + doc["key_char"]
         start, end = enc["offset_mapping"][doc["anchor_index"]]
         require(start <= anchor_char < end, f"{name}: relabelled anchor misses the needle")
@@ -164,9 +185,41 @@ def check_chat(served: Served, work: Path) -> list[str]:
     return [
         f"{task} local-chat-completions --apply_chat_template: {n} prompts sent as messages",
         f"  {served.witness} == the tokenizer's chat template encoded whole: {n}/{n}",
-        f"  usage.prompt_tokens == their count: {n}/{n}",
+        f"  usage.prompt_tokens == their count == the templated length phasebench labelled: "
+        f"{n}/{n}",
         f"  relabelled anchor_index (offset {offsets.pop()}) holds the needle: {n}/{n}",
         f"  acc {acc:.3f}",
+    ]
+
+
+def check_witness_catches_retokenizing(served: Served, work: Path, other: Path) -> list[str]:
+    """kv through ``local-completions``, the split labelled with another real tokenizer
+    (``other``) than the server's: the server re-tokenizes the text and feeds the model other
+    positions. Every sample whose server count differs from its label must be logged as such
+    and left out (no ``acc``); since none agrees here, ``phasebench eval`` ends with one line
+    saying so (exit 2) after lm-eval's own run."""
+    task = "phasebench_kv"
+    run = run_eval(served, work, "local-completions", task, tokenizer=other, returncode=2)
+    marked = 0
+    reported = sorted(e.response["usage"]["prompt_tokens"] for e in run.sent)
+    for sample in run.samples:
+        doc = sample["doc"]
+        label, counted = sample["served_verified"]
+        require(label == doc["length"], f"{doc['id']}: labelled {label}, row {doc['length']}")
+        if counted != label:
+            marked += 1
+            require("acc" not in sample, f"{doc['id']}: a disagreeing sample was scored")
+    n = len(run.samples)
+    logged = sorted(s["served_verified"][1] for s in run.samples)
+    require(logged == reported, f"logged counts {logged}, the server answered {reported}")
+    require(marked == n, f"{marked}/{n} marked; server counts {sorted(reported)}")
+    line = "no sample's server prompt token count agrees with its label (0/32 agree"
+    require(line in run.output, f"no witness refusal printed: {run.output[-2000:]}")
+    return [
+        f"{task} local-completions, labelled with {other.name}'s tokenizer, served by SmolLM2's:",
+        f"  server counts {min(reported)}..{max(reported)} for {n} prompts labelled "
+        f"{run.samples[0]['doc']['length']}: {marked}/{n} marked and left out",
+        "  phasebench eval: exit 2, one line (no sample's server count agrees)",
     ]
 
 
