@@ -29,8 +29,11 @@ def main() -> int:
     parser.add_argument("--keep", type=Path, help="work in this folder and keep it (logs, runs)")
     args = parser.parse_args()
     sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
-    from support.api_checks import check_chat, check_completions
+    from phasebench.resources import reference_weights_dir
+    from support.api_checks import check_chat, check_completions, check_witness_catches_retokenizing
     from support.openai_server import serve
+
+    other = reference_weights_dir() / "tokenizer"
 
     work = args.keep or Path(tempfile.mkdtemp(prefix="phasebench-api-check-"))
     start = time.monotonic()
@@ -42,6 +45,7 @@ def main() -> int:
                 ("kv", lambda w: check_completions(served, w, "kv")),
                 ("niah", lambda w: check_completions(served, w, "niah")),
                 ("chat", lambda w: check_chat(served, w)),
+                ("witness", lambda w: check_witness_catches_retokenizing(served, w, other)),
             ]:
                 began = time.monotonic()
                 lines = check(work / name)
