@@ -25,6 +25,7 @@ from support.hostile import (
     build_corpus,
     evil_tokenizer,
     fake_hub_cache,
+    forge_relabelling,
     gzip_repeating,
     memory_hog,
 )
@@ -180,6 +181,24 @@ def test_gzip_bombs_are_refused_by_the_sample_count(
     assert [s.meta["model"] for s in outcome.accepted] == ["acme/good"]
     ((_, (problem,)),) = outcome.refused
     assert problem.rule == "size" and "128" in problem.message, problem
+
+
+# -- 1 (second round). the validator derives every phase label itself -------------------------
+
+
+def test_a_forged_phase_relabelling_is_refused(tmp_path, submission_rows, regen_cache):
+    """Relabelling fields in a run without a chat template, consistent with each other and with
+    every hash, swap phases 2 and 3: the validator derives the offset (0 without a template)
+    and refuses the labels instead of publishing the swapped per-phase figures."""
+    subs = tmp_path / "subs"
+    weak = [0.9, 0.9, 0.1, 0.9, 0.9, 0.9, 0.9, 0.9]
+    make_submission(subs, submission_rows, model="acme/honest", accuracy=weak)
+    forge_relabelling(make_submission(subs, submission_rows, model="acme/forged", accuracy=weak))
+    outcome = validate_all(subs, tasks=TASKS, cache=regen_cache)
+    assert [s.meta["model"] for s in outcome.accepted] == ["acme/honest"]
+    ((name, (problem,)),) = outcome.refused
+    assert name == f"acme__forged/{REVISION}" and problem.rule == "hash", problem
+    assert "chat template" in problem.message, problem
 
 
 # -- 4. identity ----------------------------------------------------------------------------
