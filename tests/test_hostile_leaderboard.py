@@ -239,6 +239,26 @@ def test_without_an_earlier_board_the_earlier_run_comes_first(
     assert canonical_model("Ａcme/M") == canonical_model("acme/m")
 
 
+def test_a_tie_is_refused_on_both_sides_so_a_copier_cannot_win(
+    tmp_path, submission_rows, regen_cache
+):
+    """A case-changed copy with the original's revision and run date, on a fresh board (no
+    earlier board, no --previous): nothing says who came first, and every tie-break by name
+    is the copier's choice, so neither is published and each refusal names the other."""
+    subs = tmp_path / "subs"
+    make_submission(subs, submission_rows, model="acme/m")
+    make_submission(subs, submission_rows, model="ACME/M")
+    make_submission(subs, submission_rows, model="acme/other")
+    outcome = validate_all(subs, tasks=TASKS, cache=regen_cache)
+    assert [s.meta["model"] for s in outcome.accepted] == ["acme/other"]
+    assert _outcome_rules(outcome) == {f"ACME__M/{REVISION}": "duplicate",
+                                       f"acme__m/{REVISION}": "duplicate"}  # fmt: skip
+    messages = {name: problems[0].message for name, problems in outcome.refused}
+    assert f"acme__m/{REVISION}" in messages[f"ACME__M/{REVISION}"]
+    assert f"ACME__M/{REVISION}" in messages[f"acme__m/{REVISION}"]
+    assert "neither" in messages[f"acme__m/{REVISION}"]
+
+
 def test_a_third_party_cannot_retire_an_entry(tmp_path, submission_rows, regen_cache):
     subs = tmp_path / "subs"
     make_submission(subs, submission_rows, model="acme/m", meta={"contact": "owner@acme.example"})
