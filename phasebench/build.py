@@ -40,7 +40,7 @@ from phasebench._version import GENERATOR_VERSION, __version__
 from phasebench.atomic import atomic_write_text, check_writable_dir, staged_folder
 from phasebench.errors import OutputError, SpecError, SplitError
 from phasebench.families import Family, SplitPlan, get_family
-from phasebench.rows import row_schema
+from phasebench.rows import LENGTH_PHASE_FIELDS, row_schema
 from phasebench.specs import SplitSpec
 from phasebench.tokenization import PhaseTokenizer, load_tokenizer
 
@@ -97,7 +97,8 @@ class _Job:
         return range(i * per, min(self.n_units, (i + 1) * per))
 
     def schema(self) -> pa.Schema:
-        return row_schema(self.family.EXTRA_FIELDS)
+        axis = LENGTH_PHASE_FIELDS if self.spec.length_phases else []
+        return row_schema([*self.family.EXTRA_FIELDS, *axis])
 
 
 _ACTIVE: _Job | None = None  # set before forking workers, read by _write_chunk

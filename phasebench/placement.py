@@ -14,7 +14,9 @@ search with a derived random stream).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -36,18 +38,24 @@ def anchors_by_phase(x: np.ndarray, modulus: int) -> np.ndarray:
     return x[None, :] + (r - x[None, :]) % modulus
 
 
-def phase_stats(anchors: np.ndarray, phases: np.ndarray, modulus: int) -> dict:
-    """Counts, anchor mean and std per phase, the config's, and the largest deviations."""
+def phase_stats(
+    anchors: np.ndarray, phases: np.ndarray, modulus: int, residues: Sequence[int] | None = None
+) -> dict:
+    """Counts, anchor mean and std per phase, the config's, and the largest deviations, over
+    ``residues`` (default every phase; a phase subset lists only its own, under
+    ``phases``)."""
     anchors = np.asarray(anchors, dtype=np.float64)
     phases = np.asarray(phases)
     counts, means, stds = [], [], []
-    for r in range(modulus):
+    for r in residues if residues is not None else range(modulus):
         a = anchors[phases == r]
         counts.append(int(a.size))
         means.append(float(a.mean()) if a.size else float("nan"))
         stds.append(float(a.std()) if a.size else float("nan"))
     mean, std = float(anchors.mean()), float(anchors.std())
+    subset = {} if residues is None else {"phases": [int(r) for r in residues]}
     return {
+        **subset,
         "count_per_phase": counts,
         "anchor_mean_per_phase": [round(m, 4) for m in means],
         "anchor_std_per_phase": [round(s, 4) for s in stds],
@@ -56,6 +64,20 @@ def phase_stats(anchors: np.ndarray, phases: np.ndarray, modulus: int) -> dict:
         "max_mean_deviation": round(float(np.max(np.abs(np.array(means) - mean))), 4),
         "max_std_deviation": round(float(np.max(np.abs(np.array(stds) - std))), 4),
     }
+
+
+def axis_balance(spec: Any, anchors: np.ndarray, phases: np.ndarray, lengths: np.ndarray) -> dict:
+    """The matched statistics a config records, per varied axis: the needle phase's at the top
+    level (the length phase's when only the length axis runs), and under ``length_phase`` the
+    anchors grouped by total length mod P (identical groups: the anchor does not move)."""
+    residues = list(spec.phases) if spec.phases else None
+    if spec.length_phases == "only":
+        out = phase_stats(anchors, lengths, spec.modulus, residues)
+    else:
+        out = phase_stats(anchors, phases, spec.modulus, residues)
+    if spec.length_phases:
+        out["length_phase"] = phase_stats(anchors, lengths, spec.modulus, residues)
+    return out
 
 
 def _deviation(y: np.ndarray, t: np.ndarray, k: np.ndarray, modulus: int) -> float:

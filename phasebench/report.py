@@ -324,60 +324,98 @@ def _p(p: float | None) -> str:
 
 
 def render_tables(report: dict[str, Any]) -> str:
-    """Terminal tables: one block per run, task and length (numbers in points, 0..100)."""
-    import pandas as pd
-
+    """Terminal tables: one block per run, task and length (numbers in points, 0..100). A
+    config with the length axis shows each varied axis and, when both ran, the 2-D table of
+    accuracy per (needle phase, length phase)."""
     blocks = []
     for run, body in report["runs"].items():
         for task, lengths in body["tasks"].items():
             for length, e in sorted(lengths.items(), key=lambda kv: int(kv[0])):
                 units = "paired units" if "margin" in e else "base items"
-                head = (
-                    f"{task}  length {length}  ({run}; {e['n_base']} {units} x "
-                    f"{e['modulus']} phases)"
+                covered = len(e["phases"]) if e.get("phases") else e["modulus"]
+                of = (
+                    f"{covered} of {e['modulus']} phases"
+                    if e.get("phases")
+                    else (f"{e['modulus']} phases")
                 )
-                verdict = "significant" if e["significant"] else "not significant"
-                period = e["dominant_period"] if e["dominant_period"] is not None else "none"
-                worst_i = e["worst_phase_index"]
-                lines = [
-                    head,
-                    f"  average     {_pct(e['acc'])}  {_ci(e['acc_ci'])}",
-                    f"  worst phase {_pct(e['worst_phase'])}  {_ci(e['worst_phase_ci'])}"
-                    f"  (phase {worst_i})",
-                    f"  worst, x-fit{_pct(e['worst_phase_crossfit'])}  "
-                    f"{_ci(e['worst_phase_crossfit_ci'])}  (cross-fitted: chosen on half the "
-                    f"items, measured on the other)",
-                    f"  best phase  {_pct(e['best_phase'])}  (phase {e['best_phase_index']})",
-                    f"  gap         {_pct(e['gap'])}  {_ci(e['gap_ci'])}  p = {_p(e['p_value'])}"
-                    f" ({verdict}; null gap 95% = {_pct(e['null_gap_q95']).strip()})",
-                    f"  period      {period}",
-                ]
+                lines = [f"{task}  length {length}  ({run}; {e['n_base']} {units} x {of})"]
+                if e.get("axis") == "length":
+                    lines.append("  length phase (total prompt length mod P; the needle fixed)")
+                elif e.get("axis") == "needle":
+                    lines.append("  needle phase (anchor index mod P; each length phase paired)")
+                lines += _axis_lines(e)
+                if e.get("length_axis"):
+                    lines.append("  length phase (total prompt length mod P; anchor fixed)")
+                    lines += _axis_lines(e["length_axis"])
+                    lines.append("  accuracy per needle phase (rows) x length phase (columns)")
+                    lines.append(_indent(_phase_table_frame(e["phase_table"]).to_string()))
                 if e.get("served"):
                     lines.append(f"  server      {_witness_line(e['served'])}")
-                if e.get("cochran_q") is not None:
-                    lines.append(f"  Cochran Q   {e['cochran_q']:.2f}  p = {_p(e['cochran_p'])}")
-                table = {
-                    "acc": [_pct(r["acc"]).strip() for r in e["per_phase"]],
-                    "ci": [_ci(r["ci"]) for r in e["per_phase"]],
-                    "n": [str(r["n"]) for r in e["per_phase"]],
-                }
-                if "per_phase_margin" in e:
-                    m = e["per_phase_margin"]
-                    table["margin"] = [
-                        "n/a" if r["margin"] is None else f"{r['margin']:+.3f}" for r in m
-                    ]
-                    lines.append(f"  margin      {_signed(e['margin'])}")
-                    code = e["code"]
-                    rates = ", ".join(
-                        f"S={s}: {_pct(v).strip()}" for s, v in code["phase_lock_rate"].items()
-                    )
-                    lines.append(f"  phase-lock  {rates}  ({len(code['patterns'])} patterns)")
-                frame = pd.DataFrame(table, index=[f"p{r['phase']}" for r in e["per_phase"]]).T
-                lines.append(_indent(frame.to_string()))
                 blocks.append("\n".join(lines))
     if len(report["runs"]) > 1:
         blocks.append("comparison\n" + _indent(comparison_frame(report).to_string(index=False)))
     return "\n\n".join(blocks) + "\n"
+
+
+def _axis_lines(e: dict[str, Any]) -> list[str]:
+    """Average, worst, best, gap, period and the per-phase table of one axis's summary."""
+    import pandas as pd
+
+    verdict = "significant" if e["significant"] else "not significant"
+    period = e["dominant_period"] if e["dominant_period"] is not None else "none"
+    lines = [
+        f"  average     {_pct(e['acc'])}  {_ci(e['acc_ci'])}",
+        f"  worst phase {_pct(e['worst_phase'])}  {_ci(e['worst_phase_ci'])}"
+        f"  (phase {e['worst_phase_index']})",
+        f"  worst, x-fit{_pct(e['worst_phase_crossfit'])}  "
+        f"{_ci(e['worst_phase_crossfit_ci'])}  (cross-fitted: chosen on half the "
+        f"items, measured on the other)",
+        f"  best phase  {_pct(e['best_phase'])}  (phase {e['best_phase_index']})",
+        f"  gap         {_pct(e['gap'])}  {_ci(e['gap_ci'])}  p = {_p(e['p_value'])}"
+        f" ({verdict}; null gap 95% = {_pct(e['null_gap_q95']).strip()})",
+        f"  period      {period}",
+    ]
+    if e.get("phases"):
+        lines.append(f"  subset      residues {_ranges(e['phases'])} of 0..{e['modulus'] - 1}")
+    if e.get("cochran_q") is not None:
+        lines.append(f"  Cochran Q   {e['cochran_q']:.2f}  p = {_p(e['cochran_p'])}")
+    table = {
+        "acc": [_pct(r["acc"]).strip() for r in e["per_phase"]],
+        "ci": [_ci(r["ci"]) for r in e["per_phase"]],
+        "n": [str(r["n"]) for r in e["per_phase"]],
+    }
+    if "per_phase_margin" in e:
+        m = e["per_phase_margin"]
+        table["margin"] = ["n/a" if r["margin"] is None else f"{r['margin']:+.3f}" for r in m]
+        lines.append(f"  margin      {_signed(e['margin'])}")
+        code = e["code"]
+        rates = ", ".join(f"S={s}: {_pct(v).strip()}" for s, v in code["phase_lock_rate"].items())
+        lines.append(f"  phase-lock  {rates}  ({len(code['patterns'])} patterns)")
+    frame = pd.DataFrame(table, index=[f"p{r['phase']}" for r in e["per_phase"]]).T
+    lines.append(_indent(frame.to_string()))
+    return lines
+
+
+def _phase_table_frame(table: dict[str, Any]):
+    import pandas as pd
+
+    return pd.DataFrame(
+        [[_pct(v).strip() for v in row] for row in table["acc"]],
+        index=[f"p{p}" for p in table["needle_phases"]],
+        columns=[f"l{q}" for q in table["length_phases"]],
+    )
+
+
+def _ranges(values: Sequence[int]) -> str:
+    """``0,16,32,125-127``: consecutive runs shortened."""
+    parts, start = [], None
+    for i, v in enumerate(values):
+        if start is None:
+            start = v
+        if i + 1 == len(values) or values[i + 1] != v + 1:
+            parts.append(str(start) if start == v else f"{start}-{v}")
+            start = None
+    return ",".join(parts)
 
 
 def _signed(x: float | None) -> str:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pyarrow as pa
 
-__all__ = ["ROW_FIELDS", "config_length", "paired_unit", "row_schema"]
+__all__ = ["LENGTH_PHASE_FIELDS", "ROW_FIELDS", "config_length", "paired_unit", "row_schema"]
 
 #: Column types of the row schema every family writes (families may add columns).
 ROW_FIELDS: list[tuple[str, pa.DataType]] = [
@@ -33,6 +33,14 @@ ROW_FIELDS: list[tuple[str, pa.DataType]] = [
     ("seed", pa.int64()),
     ("key_char", pa.int64()),
     ("question_char", pa.int64()),
+]
+
+
+#: Columns a config with the length-phase axis adds: the config's length (its prompts run
+#: from it to ``config_length + modulus - 1`` tokens) and the row's total length mod P.
+LENGTH_PHASE_FIELDS: list[tuple[str, pa.DataType]] = [
+    ("config_length", pa.int64()),
+    ("length_phase", pa.int64()),
 ]
 
 

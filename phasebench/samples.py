@@ -212,8 +212,9 @@ def served_verified_share(items: Sequence[Any]) -> float:
 
 
 def scored_record(doc: Mapping[str, Any], acc: float, margin: float | None) -> tuple:
-    """What one sample contributes to the phase statistics (see the module docstring)."""
-    return (
+    """What one sample contributes to the phase statistics (see the module docstring); a row
+    of a config with the length axis adds its ``length_phase`` as an eighth field."""
+    record = (
         config_length(doc),
         int(doc["phase_modulus"]),
         paired_unit(doc),
@@ -222,11 +223,21 @@ def scored_record(doc: Mapping[str, Any], acc: float, margin: float | None) -> t
         None if margin is None else float(margin),
         int(doc.get("pad_tokens", 0)),
     )
+    if doc.get("length_phase") is not None:
+        record += (int(doc["length_phase"]),)
+    return record
 
 
 def summarize_records(records: Iterable[tuple], **stats_kwargs: Any) -> dict[str, Any]:
     """:func:`phasebench.stats.summarize_samples` of scored records of one modulus; code records
-    (with a margin) also get their margins, sweeps and phase-lock rates."""
+    (with a margin) also get their margins, sweeps and phase-lock rates.
+
+    Records with a length phase (the length axis ran) are summarized on each axis that varies
+    within a base item, each paired within what the other holds fixed: the needle phase over
+    units (base item, length phase), the length phase over units (base item, needle phase).
+    The needle axis stays at the top level with ``length_axis`` beside it and ``phase_table``,
+    the mean accuracy per (needle phase, length phase), when both ran; when only the length
+    axis ran, the top level is the length axis (``axis``: ``"length"``)."""
     from phasebench.stats import summarize_samples
 
     records = list(records)
@@ -240,12 +251,48 @@ def summarize_records(records: Iterable[tuple], **stats_kwargs: Any) -> dict[str
     has_margin = [r[5] is not None for r in records]
     if any(has_margin) and not all(has_margin):
         raise StatsError("some samples have a margin and others none; mixed families?")
-    return summarize_samples(
-        [r[2] for r in records],
-        [r[3] for r in records],
-        [r[4] for r in records],
-        moduli.pop(),
-        margins=[r[5] for r in records] if all(has_margin) else None,
-        pads=[r[6] for r in records],
-        **stats_kwargs,
+    modulus = moduli.pop()
+    with_length = [len(r) > 7 for r in records]
+    if any(with_length) and not all(with_length):
+        raise StatsError("some samples have a length phase and others none; mixed configs?")
+
+    def axis(units: list, phases: list) -> dict[str, Any]:
+        return summarize_samples(
+            units,
+            phases,
+            [r[4] for r in records],
+            modulus,
+            margins=[r[5] for r in records] if all(has_margin) else None,
+            pads=[r[6] for r in records],
+            **stats_kwargs,
+        )
+
+    if not any(with_length):
+        return axis([r[2] for r in records], [r[3] for r in records])
+    needle_varies = len({(r[2], r[7], r[3]) for r in records}) > len(
+        {(r[2], r[7]) for r in records}
     )
+    lengths = axis([f"{r[2]}/n{r[3]}" for r in records], [r[7] for r in records])
+    if not needle_varies:
+        return {**lengths, "axis": "length"}
+    out = axis([f"{r[2]}/l{r[7]}" for r in records], [r[3] for r in records])
+    out["axis"] = "needle"
+    out["length_axis"] = lengths
+    out["phase_table"] = _phase_table(records)
+    return out
+
+
+def _phase_table(records: list[tuple]) -> dict[str, Any]:
+    """Mean accuracy and count per (needle phase, length phase) cell, in residue order."""
+    cells: dict[tuple[int, int], list[float]] = {}
+    for r in records:
+        cells.setdefault((r[3], r[7]), []).append(r[4])
+    needle = sorted({k[0] for k in cells})
+    length = sorted({k[1] for k in cells})
+    acc = [[_mean(cells.get((p, q))) for q in length] for p in needle]
+    n = [[len(cells.get((p, q), [])) for q in length] for p in needle]
+    return {"needle_phases": needle, "length_phases": length, "acc": acc, "n": n}
+
+
+def _mean(values: list[float] | None) -> float | None:
+    return sum(values) / len(values) if values else None

@@ -17,6 +17,10 @@ from phasebench.errors import SpecError
 
 Family = Literal["kv", "niah", "code"]
 FAMILIES: tuple[str, ...] = get_args(Family)
+#: The length-phase axis: each base item rendered at P consecutive total lengths with its
+#: needle fixed (``only``), or at every (needle phase, length phase) pair (``crossed``).
+LengthPhases = Literal["only", "crossed"]
+LENGTH_PHASES: tuple[str, ...] = get_args(LengthPhases)
 
 #: Model arguments that change how lm-eval's ``hf`` backend builds the tokenizer, and therefore
 #: the token sequence a phase label refers to.
@@ -53,6 +57,13 @@ class SplitSpec:
     ``length`` is the exact token count of every prompt (kv, niah) or the approximate amount of
     unrelated context before the item (code, where 0 means none). ``n_base`` base items are each
     rendered once per phase, so a config has ``n_base * modulus`` rows for kv and niah.
+
+    ``length_phases`` adds the second axis (kv, niah): every base item at the total lengths
+    ``length .. length + modulus - 1``, filler added after the needle, its anchor fixed
+    (``"only"``: the needle stays at one phase; ``"crossed"``: every needle phase at every
+    length phase). ``phases``, when given, is the subset of residues mod ``modulus`` rendered
+    on each varied axis (for long periods: every 16th residue of 128, say); the subset keeps
+    the full design's pairing and matched statistics, and its statistics say what they cover.
     """
 
     family: Family
@@ -64,6 +75,8 @@ class SplitSpec:
     tokenizer_args: tuple[tuple[str, str], ...] = ()
     haystack: str | None = None
     extra: tuple[tuple[str, str], ...] = field(default=())
+    length_phases: LengthPhases | None = None
+    phases: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
@@ -83,7 +96,33 @@ class SplitSpec:
                 )
         object.__setattr__(self, "tokenizer_args", tuple(sorted(self.tokenizer_args)))
         object.__setattr__(self, "extra", tuple(sorted(self.extra)))
+        if self.length_phases is not None and self.length_phases not in LENGTH_PHASES:
+            raise SpecError(
+                f"'length_phases' must be one of {', '.join(LENGTH_PHASES)} or unset "
+                f"(got {self.length_phases!r})"
+            )
+        if self.family == "code" and (self.length_phases or self.phases):
+            raise SpecError(
+                "the code family sweeps its prompt length already (its anchor is the prompt's "
+                "last token): 'length_phases' and 'phases' apply to kv and niah"
+            )
+        object.__setattr__(self, "phases", _check_phases(self.phases, self.modulus))
         self._check_budget()
+
+    @property
+    def residues(self) -> tuple[int, ...]:
+        """The residues rendered on each varied axis: all of them, or the subset."""
+        return self.phases or tuple(range(self.modulus))
+
+    @property
+    def renderings(self) -> int:
+        """Prompts per base item (kv, niah): one per residue on each varied axis."""
+        axis = len(self.residues)
+        if self.length_phases == "only":
+            return axis
+        if self.length_phases == "crossed":
+            return axis * axis
+        return axis
 
     def estimated_size(self) -> tuple[int, int]:
         """``(rows, prompt tokens)`` of the config this spec describes: ``n_base * modulus``
@@ -91,8 +130,9 @@ class SplitSpec:
         if self.family == "code":
             rows = self.n_base * CODE_ROWS_PER_ITEM
             return rows, rows * (self.length + CODE_ITEM_TOKENS)
-        rows = self.n_base * self.modulus
-        return rows, rows * self.length
+        rows = self.n_base * self.renderings
+        longest = self.length + (self.modulus - 1 if self.length_phases else 0)
+        return rows, rows * longest
 
     def _check_budget(self) -> None:
         rows, tokens = self.estimated_size()
@@ -111,12 +151,25 @@ class SplitSpec:
     @property
     def config_name(self) -> str:
         """Folder and Hub config name, e.g. ``kv_4096`` (valid for ``^\\w+(\\.\\w+)*$``)."""
-        return f"{self.family}_{self.length}"
+        name = f"{self.family}_{self.length}"
+        if self.length_phases:
+            name += "_length" if self.length_phases == "only" else "_crossed"
+        if self.phases:
+            name += f"_subset{len(self.phases)}of{self.modulus}"
+        return name
 
     def to_dict(self) -> dict[str, Any]:
+        """The spec as JSON data; the two axis fields only when set, so every config made
+        before they existed keeps its spec, cache key and content hash."""
         data = dataclasses.asdict(self)
         data["tokenizer_args"] = dict(self.tokenizer_args)
         data["extra"] = dict(self.extra)
+        if self.length_phases is None:
+            del data["length_phases"]
+        if self.phases:
+            data["phases"] = list(self.phases)
+        else:
+            del data["phases"]
         return data
 
     @classmethod
@@ -131,6 +184,8 @@ class SplitSpec:
         if "family" not in data or "length" not in data:
             raise SpecError("a spec needs at least 'family' and 'length'")
         kwargs = dict(data)
+        if "phases" in kwargs:
+            kwargs["phases"] = parse_phases(kwargs["phases"])
         for name in ("tokenizer_args", "extra"):
             value = kwargs.get(name) or {}
             if isinstance(value, Mapping):
@@ -140,6 +195,49 @@ class SplitSpec:
 
     def replace(self, **changes: Any) -> SplitSpec:
         return dataclasses.replace(self, **changes)
+
+
+def parse_phases(value: Any) -> tuple[int, ...]:
+    """A phase subset from its spellings: a list of residues, or text of comma-separated
+    residues and ``start:stop[:step]`` ranges (``"0:128:16,125:128"``)."""
+    if value is None or value == "":
+        return ()
+    if isinstance(value, list | tuple):
+        if any(isinstance(v, bool) or not isinstance(v, int) for v in value):
+            raise SpecError(f"'phases' must be a list of integers (got {value!r})")
+        return tuple(value)
+    if not isinstance(value, str):
+        raise SpecError(f"'phases' must be a list or text like '0:128:16,125:128' (got {value!r})")
+    out: list[int] = []
+    for part in value.split(","):
+        bits = part.strip().split(":")
+        try:
+            numbers = [int(b) for b in bits]
+        except ValueError:
+            raise SpecError(
+                f"'phases' item {part.strip()!r} is not a residue or start:stop[:step] "
+                f"(e.g. '0:128:16,125:128')"
+            ) from None
+        if len(numbers) == 1:
+            out.append(numbers[0])
+        elif len(numbers) in (2, 3) and (len(numbers) == 2 or numbers[2] > 0):
+            out.extend(range(*numbers))
+        else:
+            raise SpecError(f"'phases' item {part.strip()!r} must be start:stop[:step], step > 0")
+    return tuple(out)
+
+
+def _check_phases(phases: Any, modulus: int) -> tuple[int, ...]:
+    phases = parse_phases(phases)
+    if not phases:
+        return ()
+    bad = [p for p in phases if not 0 <= p < modulus]
+    if bad:
+        raise SpecError(f"'phases' must be residues in 0..{modulus - 1} (got {bad[:5]})")
+    unique = tuple(sorted(set(phases)))
+    if len(unique) < 2:
+        raise SpecError(f"'phases' needs at least two residues to compare (got {list(unique)})")
+    return unique if len(unique) < modulus else ()
 
 
 _SLUG = re.compile(r"[^A-Za-z0-9]+")

@@ -172,6 +172,10 @@ class PhaseSummary:
     spectrum: dict[int, float] = field(default_factory=dict)
     #: p-value of "the profile is periodic with period S" for each divisor S (Wald, see below).
     period_fit_p: dict[int, float] = field(default_factory=dict)
+    #: The residues the samples cover when they are a subset of 0..P-1 (a phase subset, for a
+    #: long period), else None. Every statistic is then over these residues only: ``per_phase``
+    #: lists them alone, and a period S is found from how the profile folds over them.
+    phases: list[int] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: plain floats, lists for intervals, ``None`` for NaN, string dict keys."""
@@ -217,8 +221,10 @@ def summarize(
     counts = present.sum(axis=0)
     acc_p = _ratio(filled.sum(axis=0), counts)
 
+    covered = [p for p in range(modulus) if counts[p]]
+    subset = covered if len(covered) < modulus else None
     per_phase = []
-    for p in range(modulus):
+    for p in covered:
         column = m[present[:, p], p]
         ci = wilson(column.sum(), len(column), alpha) if binary else _t_interval(column, alpha)
         per_phase.append({"phase": p, "acc": float(acc_p[p]), "ci": ci, "n": int(counts[p])})
@@ -270,9 +276,15 @@ def summarize(
     if binary:
         q, q_p = cochran_q(m)
 
-    cov = _phase_mean_cov(boot, m)
-    fit_p = _period_fit_p(acc_p, cov) if have.all() else {}
-    period = dominant_period(acc_p, cov, alpha=alpha) if significant and have.all() else None
+    if subset is not None and len(subset) > 1:
+        cols = np.array(subset)
+        cov = _phase_mean_cov(boot[:, cols] if boot.size else boot, m[:, cols])
+        fit_p = _subset_period_fit_p(acc_p[cols], cov, subset, modulus)
+        period = _first_fit(fit_p, alpha) if significant and np.ptp(acc_p[cols]) > 1e-12 else None
+    else:
+        cov = _phase_mean_cov(boot, m)
+        fit_p = _period_fit_p(acc_p, cov) if have.all() else {}
+        period = dominant_period(acc_p, cov, alpha=alpha) if significant and have.all() else None
 
     return PhaseSummary(
         acc=acc,
@@ -304,6 +316,7 @@ def summarize(
         seed=seed,
         spectrum=period_spectrum(acc_p) if have.all() else {},
         period_fit_p=fit_p,
+        phases=subset,
     )
 
 
@@ -827,6 +840,48 @@ def _period_fit_p(profile: np.ndarray, cov: np.ndarray | None) -> dict[int, floa
         stat = float(r @ np.linalg.pinv(cov_r, rcond=1e-9, hermitian=True) @ r)
         out[s] = float(sps.chi2.sf(stat, rank)) if rank else 0.0
     return out
+
+
+def _subset_period_fit_p(
+    profile: np.ndarray, cov: np.ndarray | None, residues: Sequence[int], modulus: int
+) -> dict[int, float]:
+    """:func:`_period_fit_p` for a profile over a subset of the residues mod ``modulus``:
+    period S fits when the profile is a function of ``residue mod S`` up to noise. The
+    residual is the profile minus its mean within each class of ``residue mod S`` (on the full
+    set of residues this is the same projection as the DFT one); a divisor whose classes are
+    all single residues cannot be told from P and fits trivially."""
+    x = np.asarray(profile, dtype=float)
+    r = np.asarray(residues)
+    out: dict[int, float] = {}
+    for s in divisors(modulus)[1:]:
+        classes = r % s
+        average = (classes[:, None] == classes[None, :]).astype(float)
+        average /= average.sum(axis=1, keepdims=True)
+        proj = np.eye(len(x)) - average
+        resid = proj @ x
+        if np.max(np.abs(resid)) <= 1e-12:
+            out[s] = 1.0
+            continue
+        if cov is None:
+            out[s] = 0.0
+            continue
+        cov_r = proj @ cov @ proj.T
+        scale = np.max(np.abs(np.diag(cov_r))) if cov_r.size else 0.0
+        if scale <= 0:
+            out[s] = 0.0
+            continue
+        rank = int(np.linalg.matrix_rank(cov_r, tol=1e-9 * scale))
+        stat = float(resid @ np.linalg.pinv(cov_r, rcond=1e-9, hermitian=True) @ resid)
+        out[s] = float(sps.chi2.sf(stat, rank)) if rank else 0.0
+    return out
+
+
+def _first_fit(fits: dict[int, float], alpha: float) -> int | None:
+    """The smallest period whose fit is not rejected at ``alpha``."""
+    for s in sorted(fits):
+        if fits[s] > alpha:
+            return s
+    return None
 
 
 @contextlib.contextmanager

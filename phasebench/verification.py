@@ -27,8 +27,9 @@ from tqdm.auto import tqdm
 from phasebench.build import HASH_KEY, MANIFEST, content_hash, partial_configs, read_manifest
 from phasebench.errors import SpecError, SplitError, TokenizerError
 from phasebench.families import get_family
-from phasebench.placement import TOLERANCE, phase_stats
+from phasebench.placement import TOLERANCE, axis_balance, phase_stats
 from phasebench.rng import derive_rng
+from phasebench.rows import LENGTH_PHASE_FIELDS
 from phasebench.specs import SplitSpec
 from phasebench.tokenization import PhaseTokenizer, encoding_difference, load_tokenizer
 
@@ -130,6 +131,8 @@ def verify_config(
 
     # file integrity and row metadata (the family's extra columns too, for verify_config)
     columns = META_COLUMNS + tuple(name for name, _ in family.EXTRA_FIELDS)
+    if spec.length_phases:
+        columns += tuple(name for name, _ in LENGTH_PHASE_FIELDS)
     meta: dict[str, list] = defaultdict(list)
     damaged = 0
     for entry in manifest["files"]:
@@ -212,16 +215,24 @@ def _config_problems(
     if not np.allclose(meta["depth"], anchors / np.array(meta["length"])):
         problems.append("depth != anchor_index / length")
     problems += family.verify_config(spec, meta)
-    stats = phase_stats(anchors, phases, P)
+    if spec.family == "code":
+        stats = phase_stats(anchors, phases, P)
+    else:
+        length_phases = np.array(meta["length"]) % P
+        stats = axis_balance(spec, anchors, phases, length_phases)
     claimed = manifest["balance"]
-    for key in ("count_per_phase", "anchor_mean_per_phase", "anchor_std_per_phase"):
-        if not np.allclose(stats[key], claimed.get(key), atol=1e-3):
-            problems.append(f"manifest balance {key} does not match the rows")
-    if len(set(stats["count_per_phase"])) != 1:
-        problems.append(f"phase counts differ: {stats['count_per_phase']}")
-    for key in ("max_mean_deviation", "max_std_deviation"):
-        if stats[key] > TOLERANCE:
-            problems.append(f"{key} is {stats[key]} tokens (> {TOLERANCE})")
+    axes = [("", stats, claimed)]
+    if "length_phase" in stats:
+        axes.append(("length_phase ", stats["length_phase"], claimed.get("length_phase") or {}))
+    for axis, found, said in axes:
+        for key in ("count_per_phase", "anchor_mean_per_phase", "anchor_std_per_phase"):
+            if said.get(key) is None or not np.allclose(found[key], said[key], atol=1e-3):
+                problems.append(f"manifest balance {axis}{key} does not match the rows")
+        if len(set(found["count_per_phase"])) != 1:
+            problems.append(f"{axis}phase counts differ: {found['count_per_phase']}")
+        for key in ("max_mean_deviation", "max_std_deviation"):
+            if found[key] > TOLERANCE:
+                problems.append(f"{axis}{key} is {found[key]} tokens (> {TOLERANCE})")
     return problems
 
 

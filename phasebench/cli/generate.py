@@ -51,6 +51,23 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="base items, each rendered at every phase (default 256; code: 64 items)",
     )
+    gen.add_argument(
+        "--length-phases",
+        nargs="?",
+        const="only",
+        choices=["only", "crossed"],
+        default=None,
+        help="kv, niah: also vary the total length mod P (filler after the needle, anchor "
+        "fixed): each base item at lengths L..L+P-1 with its needle at one phase, or "
+        "'crossed': every needle phase at every length phase (P x P prompts per item)",
+    )
+    gen.add_argument(
+        "--phases",
+        default=None,
+        metavar="LIST",
+        help="kv, niah: render only these residues mod P on each varied axis, as residues and "
+        "start:stop[:step] ranges, e.g. 0:128:16,125:128 (still paired and matched)",
+    )
     gen.add_argument("--seed", type=int, default=0, help="seed of every random stream")
     gen.add_argument("--haystack", default=None, help="niah: a UTF-8 text file to use as haystack")
     gen.add_argument("--out", required=True, help="output folder (one sub-folder per config)")
@@ -94,6 +111,8 @@ def run(args: argparse.Namespace) -> int:
             tokenizer=args.tokenizer,
             tokenizer_args=tuple(args.tokenizer_arg or ()),
             haystack=args.haystack,
+            length_phases=args.length_phases,
+            phases=args.phases or (),
         )
         for length in dict.fromkeys(lengths)
     ]

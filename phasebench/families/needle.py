@@ -28,7 +28,7 @@ from phasebench.placement import (
     EXTRA_MULTIPLES,
     TOLERANCE,
     assign_residues,
-    phase_stats,
+    axis_balance,
     stratified_depths,
 )
 from phasebench.rng import derive_rng
@@ -91,18 +91,41 @@ class NeedlePlan:
 
     @property
     def rows_per_unit(self) -> int:
-        return self.spec.modulus
+        return self.spec.renderings
+
+    def renderings(self, b: int) -> list[tuple[int, int]]:
+        """``(delta, extra_length)`` of every rendering of item ``b``, in row order: the needle
+        moved ``delta`` tokens (needle axis) and ``extra_length`` filler tokens added after it
+        (length axis), each axis over the spec's residues."""
+        spec, P = self.spec, self.spec.modulus
+        wanted = set(spec.residues)
+        x = int(self.items[b].y + self.extra[b])
+        deltas = [0] if spec.length_phases == "only" else [
+            d for d in range(P) if (x + d) % P in wanted
+        ]
+        lengths = [0] if not spec.length_phases else [
+            e for e in range(P) if (spec.length + e) % P in wanted
+        ]
+        pairs = [(d, e) for d in deltas for e in lengths]
+        return sorted(pairs, key=lambda de: ((x + de[0]) % P, (spec.length + de[1]) % P))
 
     def anchors(self) -> tuple[np.ndarray, np.ndarray]:
         """Anchor index and phase of every row, in row order."""
         P = self.spec.modulus
         x = np.array([it.y for it in self.items]) + self.extra
-        anchors = (x[:, None] + ((np.arange(P)[None, :] - x[:, None]) % P)).ravel()
+        anchors = np.array([x[b] + d for b in range(len(x)) for d, _ in self.renderings(b)])
         return anchors, anchors % P
 
+    def length_phases(self) -> np.ndarray:
+        """The length phase (total length mod P) of every row, in row order."""
+        L, P = self.spec.length, self.spec.modulus
+        rows = [(L + e) % P for b in range(len(self.items)) for _, e in self.renderings(b)]
+        return np.array(rows)
+
     def balance(self) -> dict:
-        anchors, phases = self.anchors()
-        return phase_stats(anchors, phases, self.spec.modulus)
+        """Matched statistics of the varied axes: the needle phase's at the top level (the
+        length phase's when only that axis runs) and, with the length axis, ``length_phase``."""
+        return axis_balance(self.spec, *self.anchors(), self.length_phases())
 
     def render(self, base_ids: Sequence[int]) -> Iterator[dict]:
         for b in base_ids:
@@ -227,38 +250,39 @@ def _render_item(plan: NeedlePlan, b: int) -> Iterator[dict]:
     slack = item.leftover - extra
     tail = after + filler.line(slack) + item.needle.question
     x = int(item.y + extra)
-    rows = []
-    for delta in range(P):
+    for delta, more in plan.renderings(b):
         head = before + filler.line(plan.pad + extra + delta) + item.needle.lead
-        prompt = head + item.needle.keyed + filler.line(plan.pad + P - 1 - delta) + tail
+        after_needle = filler.line(plan.pad + P - 1 - delta + more)
+        prompt = head + item.needle.keyed + after_needle + tail
         key_char = len(head) + item.needle.keyed.index(item.needle.key)
         if prompt.find(item.needle.key) != key_char:
             raise AssemblyError(f"needle key {item.needle.key!r} occurs before the needle")
         anchor = x + delta
-        rows.append(
-            {
-                "id": f"{spec.family}-{L}-b{b:05d}-p{anchor % P}",
-                "family": spec.family,
-                "length": L,
-                "phase_modulus": P,
-                "phase": anchor % P,
-                "base_id": b,
-                "anchor_index": anchor,
-                "question_index": plan.question_index,
-                "needle_key": item.needle.key,
-                "prompt": prompt,
-                "answer": item.needle.answer,
-                "choices": [],
-                "depth": anchor / L,
-                "tokenizer": tok.name,
-                "tokenizer_fingerprint": tok.fingerprint,
-                "seed": spec.seed,
-                "key_char": key_char,
-                "question_char": len(prompt) - len(item.needle.question),
-            }
-        )
-    rows.sort(key=lambda r: r["phase"])
-    yield from rows
+        row = {
+            "id": f"{spec.family}-{L}-b{b:05d}-p{anchor % P}",
+            "family": spec.family,
+            "length": L + more,
+            "phase_modulus": P,
+            "phase": anchor % P,
+            "base_id": b,
+            "anchor_index": anchor,
+            "question_index": plan.question_index + more,
+            "needle_key": item.needle.key,
+            "prompt": prompt,
+            "answer": item.needle.answer,
+            "choices": [],
+            "depth": anchor / (L + more),
+            "tokenizer": tok.name,
+            "tokenizer_fingerprint": tok.fingerprint,
+            "seed": spec.seed,
+            "key_char": key_char,
+            "question_char": len(prompt) - len(item.needle.question),
+        }
+        if spec.length_phases:
+            row["id"] += f"-l{(L + more) % P}"
+            row["config_length"] = L
+            row["length_phase"] = (L + more) % P
+        yield row
 
 
 def _needle_runs(plan: NeedlePlan, n_items: int, head: Sequence[str]):
@@ -373,24 +397,51 @@ def needle_problems(row: dict, needle: Needle) -> list[str]:
 
 
 def verify_config(spec: SplitSpec, meta: dict) -> list[str]:
-    """Config-level claims of a kv/niah config: every prompt has the spec's length, the
-    question starts at one token index, and every base item is rendered exactly once at every
-    phase with one answer, key, question index and length."""
+    """Config-level claims of a kv/niah config: every prompt has the spec's length (with the
+    length axis: ``length + e`` for its length phase, ``e`` in 0..P-1), the question starts at
+    one token index (plus ``e``), and every base item is rendered exactly once at every phase
+    of each varied axis (the spec's subset of residues) with one answer, key and question
+    index, its anchor fixed across length phases."""
     problems = []
-    P = spec.modulus
-    if set(meta["length"]) != {spec.length}:
-        problems.append(f"not every prompt is {spec.length} tokens long")
-    if len(set(meta["question_index"])) != 1:
+    P, L = spec.modulus, spec.length
+    lengths = np.array(meta["length"])
+    more = lengths - L
+    if spec.length_phases:
+        if np.any((more < 0) | (more >= P)) or set(meta["config_length"]) != {L}:
+            problems.append(f"prompt lengths are not {L}..{L + P - 1} in a config of {L}")
+        if np.any(lengths % P != np.array(meta["length_phase"])):
+            problems.append("some rows have length_phase != length mod modulus")
+    elif set(meta["length"]) != {L}:
+        problems.append(f"not every prompt is {L} tokens long")
+    questions = np.array(meta["question_index"]) - more
+    if len(set(questions.tolist())) != 1:
         problems.append("the question does not start at the same token index in every prompt")
     groups: dict[int, list[int]] = defaultdict(list)
     for i, b in enumerate(meta["base_id"]):
         groups[b].append(i)
     if len(groups) != spec.n_base:
         problems.append(f"{len(groups)} base items, spec asks for {spec.n_base}")
+    residues = list(spec.residues)
     for b, idx in groups.items():
-        if sorted(meta["phase"][i] for i in idx) != list(range(P)):
+        needle = residues
+        if spec.length_phases == "only":
+            needle = sorted({meta["phase"][i] for i in idx})
+            if len(needle) != 1:
+                problems.append(f"base item {b}: its needle moves between length phases")
+        ends = residues if spec.length_phases else [L % P]
+        cells = sorted((meta["phase"][i], int(lengths[i] % P)) for i in idx)
+        if cells != sorted((r, e) for r in needle for e in ends):
             problems.append(f"base item {b} is not rendered exactly once at every phase")
-        for col in ("answer", "needle_key", "question_index", "length"):
+        for col in ("answer", "needle_key"):
             if len({meta[col][i] for i in idx}) != 1:
                 problems.append(f"base item {b}: {col} differs between its phase renderings")
+        if len({int(questions[i]) for i in idx}) != 1 or (
+            not spec.length_phases and len({meta["length"][i] for i in idx}) != 1
+        ):
+            problems.append(f"base item {b}: question_index differs between its renderings")
+        by_needle: dict[int, set[int]] = defaultdict(set)
+        for i in idx:
+            by_needle[meta["phase"][i]].add(meta["anchor_index"][i])
+        if any(len(a) != 1 for a in by_needle.values()):
+            problems.append(f"base item {b}: the anchor moves with the length phase")
     return problems
