@@ -100,12 +100,14 @@ class NeedlePlan:
         spec, P = self.spec, self.spec.modulus
         wanted = set(spec.residues)
         x = int(self.items[b].y + self.extra[b])
-        deltas = [0] if spec.length_phases == "only" else [
-            d for d in range(P) if (x + d) % P in wanted
-        ]
-        lengths = [0] if not spec.length_phases else [
-            e for e in range(P) if (spec.length + e) % P in wanted
-        ]
+        deltas = (
+            [0] if spec.length_phases == "only" else [d for d in range(P) if (x + d) % P in wanted]
+        )
+        lengths = (
+            [0]
+            if not spec.length_phases
+            else [e for e in range(P) if (spec.length + e) % P in wanted]
+        )
         pairs = [(d, e) for d in deltas for e in lengths]
         return sorted(pairs, key=lambda de: ((x + de[0]) % P, (spec.length + de[1]) % P))
 
