@@ -30,7 +30,12 @@ def main() -> int:
     args = parser.parse_args()
     sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
     from phasebench.resources import reference_weights_dir
-    from support.api_checks import check_chat, check_completions, check_witness_catches_retokenizing
+    from support.api_checks import (
+        check_chat,
+        check_completions,
+        check_length_axis,
+        check_witness_catches_retokenizing,
+    )
     from support.openai_server import serve
 
     other = reference_weights_dir() / "tokenizer"
@@ -46,6 +51,7 @@ def main() -> int:
                 ("niah", lambda w: check_completions(served, w, "niah")),
                 ("chat", lambda w: check_chat(served, w)),
                 ("witness", lambda w: check_witness_catches_retokenizing(served, w, other)),
+                ("length", lambda w: check_length_axis(served, w)),
             ]:
                 began = time.monotonic()
                 lines = check(work / name)

@@ -20,7 +20,12 @@ from __future__ import annotations
 import pytest
 
 from phasebench.lmeval.harness import API_BACKENDS, model_max_length
-from support.api_checks import check_chat, check_completions, check_witness_catches_retokenizing
+from support.api_checks import (
+    check_chat,
+    check_completions,
+    check_length_axis,
+    check_witness_catches_retokenizing,
+)
 from support.openai_server import serve
 
 
@@ -49,6 +54,11 @@ def test_witness_marks_prompts_the_server_tokenized_otherwise(server, tmp_path):
 
     other = reference_weights_dir() / "tokenizer"
     assert check_witness_catches_retokenizing(server, tmp_path, other)
+
+
+@pytest.mark.slow
+def test_both_axes_through_the_server(server, tmp_path):
+    assert check_length_axis(server, tmp_path)
 
 
 def test_api_backends_take_the_context_from_max_length():

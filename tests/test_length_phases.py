@@ -135,3 +135,44 @@ def test_each_simulated_model_is_found_on_its_own_axis(weak, other):
     text = render_tables(report)
     assert "length phase (total prompt length mod P; anchor fixed)" in text
     assert "accuracy per needle phase (rows) x length phase (columns)" in text
+
+
+@pytest.mark.slow
+def test_both_axes_run_through_lm_eval_on_smollm2(tmp_path):
+    """niah with both axes crossed (8 base items x 4 needle phases x 4 length phases at 256
+    tokens) through ``phasebench eval`` on SmolLM2-135M-Instruct's GGUF (``hf``): the split is
+    generated for the model's tokenizer and verified, the lm-eval aggregates and
+    ``phasebench report`` give both profiles and the 2-D table."""
+    import subprocess
+    import sys
+
+    from support.lmeval import ROOT, lm_eval, outputs
+    from support.models import smollm2_model_args
+
+    metadata = {"max_seq_lengths": [256], "n_base": 8, "phase_modulus": MODULUS,
+                "length_phases": "crossed"}  # fmt: skip
+    proc = lm_eval(tmp_path, smollm2_model_args(), "phasebench_niah", metadata, wrapper=True,
+                   timeout=3000)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "length phase (total prompt length mod P; anchor fixed)" in proc.stdout
+    results, samples = outputs(tmp_path / "out")
+    logged = samples["phasebench_niah"]
+    assert len(logged) == 8 * MODULUS * MODULUS
+    assert {s["doc"]["length"] for s in logged} == {256, 257, 258, 259}
+    table = results["results"]["phasebench_niah"]
+    for key in ("acc_worst_phase", "phase_gap", "acc_worst_length_phase", "length_phase_gap",
+                "length_phase_gap_p_value", "length_phase_period"):  # fmt: skip
+        assert f"{key},none" in table, sorted(table)
+    assert 0.0 <= table["acc_worst_length_phase,none"] <= table["acc,none"] <= 1.0
+    # the cached split verifies on its own
+    (config,) = (tmp_path / "cache").rglob("niah_256_crossed")
+    (report,) = verify([config], progress=False)
+    assert report.ok, report.problems
+    shown = subprocess.run(
+        [sys.executable, "-m", "phasebench", "report", str(tmp_path / "out"),
+         "--n-boot", "200", "--n-perm", "200"],
+        capture_output=True, text=True, cwd=ROOT, check=True,
+    ).stdout  # fmt: skip
+    assert "needle phase (anchor index mod P; each length phase paired)" in shown
+    assert "length phase (total prompt length mod P; anchor fixed)" in shown
+    assert "accuracy per needle phase (rows) x length phase (columns)" in shown

@@ -246,6 +246,7 @@ def check_task(
                     "acc": metrics["acc"],
                     "margin": metrics.get("margin"),
                     "pad": int(row.get("pad_tokens") or 0),
+                    "length_phase": row.get("length_phase"),
                 }
             )
         if seen != set(expected):

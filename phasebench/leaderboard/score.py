@@ -81,11 +81,15 @@ def summarize_board(frame: pd.DataFrame) -> dict[str, Any]:
     """Every number of one submission's samples for one (task, length): the scored records
     through :func:`phasebench.samples.summarize_records`, the function the lm-eval aggregates
     and ``phasebench report`` use, with the same settings, so all three agree."""
-    records = [
-        (int(r.length), int(r.modulus), str(r.unit), int(r.phase), float(r.acc),
-         None if r.margin is None or r.margin != r.margin else float(r.margin), int(r.pad))
-        for r in frame.itertuples(index=False)
-    ]  # fmt: skip
+    records = []
+    for r in frame.itertuples(index=False):
+        record = (int(r.length), int(r.modulus), str(r.unit), int(r.phase), float(r.acc),
+                  None if r.margin is None or r.margin != r.margin else float(r.margin),
+                  int(r.pad))  # fmt: skip
+        lp = getattr(r, "length_phase", None)
+        if lp is not None and lp == lp:  # the length axis ran (NaN: it did not)
+            record += (int(lp),)
+        records.append(record)
     out = summarize_records(records, n_boot=N_BOOT, n_perm=N_PERM, seed=SEED)
     if "code" in out:
         out["code"]["phase_lock_stride"] = LOCK_STRIDE
@@ -143,6 +147,7 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
                     "backend": sub.meta["backend"],
                     "kv_cache": sub.meta["kv_cache"],
                     "serving": serving_label(sub.meta.get("serving")),
+                    **length_axis_columns(summary),
                     "chat_template": bool(sub.meta["chat_template"]),
                     "acc": summary["acc"],
                     "acc_ci": summary["acc_ci"],
@@ -299,6 +304,17 @@ def reported_rows(data: Mapping[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+def length_axis_columns(summary: Mapping[str, Any]) -> dict[str, Any]:
+    """The length-phase axis of a board's summary as row columns (None where it did not run)."""
+    axis = summary.get("length_axis") or (summary if summary.get("axis") == "length" else None)
+    return {
+        "length_worst_phase": axis["worst_phase"] if axis else None,
+        "length_gap": axis["gap"] if axis else None,
+        "length_p_value": axis["p_value"] if axis else None,
+        "length_period": axis["dominant_period"] if axis else None,
+    }
+
+
 def serving_label(serving: Mapping[str, Any] | None) -> str | None:
     """How a row names its serving stack (``vllm 0.28; prefix-caching, chunked-prefill``), or
     None for a run on lm-eval's own backend."""
@@ -317,7 +333,8 @@ FLAT_COLUMNS = [
     "worst_phase_index", "worst_phase_crossfit", "worst_phase_crossfit_lo",
     "worst_phase_crossfit_hi", "best_phase", "best_phase_index", "gap", "gap_lo", "gap_hi",
     "null_gap_mean", "null_gap_q95", "p_value", "significant", "dominant_period",
-    "phase_lock_rate", "lm_eval_version", "transformers_version", "phasebench_version", "date",
+    "length_worst_phase", "length_gap", "length_p_value", "length_period", "phase_lock_rate",
+    "lm_eval_version", "transformers_version", "phasebench_version", "date",
     "reported", "evidence",
 ]  # fmt: skip
 #: A cell starting with one of these is a formula to a spreadsheet.

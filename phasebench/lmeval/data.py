@@ -84,6 +84,18 @@ def _n_base(family: str, value: Any) -> int:
         ) from None
 
 
+def _length_phases(value: Any) -> str | None:
+    """``"length_phases"`` in ``--metadata``: true (the length axis, needle fixed),
+    ``"crossed"`` (both axes), false or absent (the needle axis alone)."""
+    if value in (None, False, "", "false", "False", "0", 0):
+        return None
+    if value in (True, "true", "True", "1", 1, "only"):
+        return "only"
+    if value == "crossed":
+        return "crossed"
+    raise SpecError(f"'length_phases' must be true, false or \"crossed\" (got {value!r})")
+
+
 def split_specs(family: str, kwargs: Mapping[str, Any]) -> list[SplitSpec]:
     """The specs a task run asks for: one per length in ``max_seq_lengths``."""
     if family not in FAMILIES:
@@ -98,6 +110,9 @@ def split_specs(family: str, kwargs: Mapping[str, Any]) -> list[SplitSpec]:
             seed=int(kwargs.get("seed", 0)),
             tokenizer=name,
             tokenizer_args=tuple((k, str(v)) for k, v in args.items()),
+            # code sweeps its prompt length already: the axis knobs are for kv and niah
+            length_phases=None if family == "code" else _length_phases(kwargs.get("length_phases")),
+            phases=() if family == "code" else (kwargs.get("phases") or ()),
         )
         for length in (_lengths(kwargs) or DEFAULT_LENGTHS)
     ]

@@ -65,14 +65,20 @@ FULL_METRICS = (
     "phase_gap_ci_high",
 )
 FULL_CODE_METRICS = ("margin", "phase_lock_rate")
+#: The length-phase axis (``"length_phases"`` in ``--metadata``): its worst phase, gap,
+#: p-value and period (0: none), next to the needle phase's.
+LENGTH_METRICS = ("acc_worst_length_phase", "length_phase_gap", "length_phase_gap_p_value",
+                  "length_phase_period")  # fmt: skip
+#: Which axes a config varies: the needle phase (the default), the length phase alone, both.
+AXES = ("needle", "length", "both")
 METRIC_SETS = ("compact", "full")
 #: Per-sample numbers (the YAML aggregates them with lm-eval's ``mean``); their per-length
 #: copies are phase aggregates like the others. The designs are phase-balanced, so the plain
 #: mean of ``acc`` is the phase-balanced mean.
 SAMPLE_METRICS = ("acc", "margin")
 #: Direction of each aggregate for lm-eval's table arrows; None (no arrow) for p-values.
-LOWER_IS_BETTER = {"phase_gap", "phase_gap_ci_low", "phase_gap_ci_high"}
-NO_DIRECTION = {"phase_gap_p_value"}
+LOWER_IS_BETTER = {"phase_gap", "phase_gap_ci_low", "phase_gap_ci_high", "length_phase_gap"}
+NO_DIRECTION = {"phase_gap_p_value", "length_phase_gap_p_value", "length_phase_period"}
 
 
 # -- metric names --------------------------------------------------------------------------------
@@ -89,13 +95,20 @@ def parse_metric_key(key: str) -> tuple[str, int | None]:
     return (name, int(length)) if sep else (name, None)
 
 
-def phase_metric_names(family: str, modulus: int, metrics: str = "full") -> list[str]:
-    """The aggregates a task of ``family`` reports with metric set ``metrics``."""
+def phase_metric_names(
+    family: str, modulus: int, metrics: str = "full", axes: str = "needle"
+) -> list[str]:
+    """The aggregates a task of ``family`` reports with metric set ``metrics`` on ``axes``
+    (the length axis alone reports the average and its own aggregates only)."""
     if metrics not in METRIC_SETS:
         raise EvalError(f"'metrics' must be one of {', '.join(METRIC_SETS)} (got {metrics!r})")
+    if axes == "length":
+        return ["acc", *LENGTH_METRICS]
     names = list(COMPACT_METRICS)
     if family == "code":
         names += COMPACT_CODE_METRICS
+    if axes == "both":
+        names += LENGTH_METRICS
     if metrics == "full":
         names += list(FULL_METRICS) + [f"acc_phase_{r}" for r in range(modulus)]
         if family == "code":
@@ -103,13 +116,15 @@ def phase_metric_names(family: str, modulus: int, metrics: str = "full") -> list
     return names
 
 
-def metric_keys(family: str, modulus: int, lengths: Sequence[int], metrics: str) -> list[str]:
+def metric_keys(
+    family: str, modulus: int, lengths: Sequence[int], metrics: str, axes: str = "needle"
+) -> list[str]:
     """Every results key a task reports: pooled names (not for the per-sample means, whose
     pooled value lm-eval computes itself) and per-length copies (always with ``full``, with the
     default set only when more than one length ran)."""
     per_length = metrics == "full" or len(lengths) > 1
     keys = []
-    for name in phase_metric_names(family, modulus, metrics):
+    for name in phase_metric_names(family, modulus, metrics, axes):
         if name not in SAMPLE_METRICS:
             keys.append(metric_key(name, None))
         if per_length:
@@ -185,7 +200,8 @@ def process_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str,
     if margin is not None:
         out["margin"] = margin
     length = config_length(doc)
-    for name in phase_metric_names(doc["family"], int(doc["phase_modulus"]), "full"):
+    axes = "both" if doc.get("length_phase") is not None else "needle"
+    for name in phase_metric_names(doc["family"], int(doc["phase_modulus"]), "full", axes):
         if name not in SAMPLE_METRICS:
             out[metric_key(name, None)] = record
         out[metric_key(name, length)] = record
@@ -220,6 +236,12 @@ def summary_metrics(summary: Mapping[str, Any]) -> dict[str, float]:
     }
     for entry in summary["per_phase"]:
         out[f"acc_phase_{entry['phase']}"] = value(entry["acc"])
+    by_length = summary.get("length_axis") or (summary if summary.get("axis") == "length" else None)
+    if by_length is not None:
+        out["acc_worst_length_phase"] = value(by_length["worst_phase"])
+        out["length_phase_gap"] = value(by_length["gap"])
+        out["length_phase_gap_p_value"] = value(by_length["p_value"])
+        out["length_phase_period"] = float(by_length["dominant_period"] or 0)
     if "margin" in summary:
         out["margin"] = value(summary["margin"])
         out["margin_worst_phase"] = value(summary["margin_worst_phase"])
@@ -262,9 +284,12 @@ class _PhaseTaskBase:
         family = docs[0]["family"]
         modulus = int(docs[0]["phase_modulus"])
         lengths = sorted({config_length(d) for d in docs})
+        axes = "needle"
+        if docs[0].get("length_phase") is not None:
+            axes = "both" if str(metadata.get("length_phases")) == "crossed" else "length"
         self._phasebench_keys = {*SAMPLE_METRICS, SERVED_KEY}
         compat.add_phase_metric(self, SERVED_KEY, served_verified_share, True)
-        for key in metric_keys(family, modulus, lengths, metrics):
+        for key in metric_keys(family, modulus, lengths, metrics, axes):
             name = parse_metric_key(key)[0]
             aggregation = functools.partial(aggregate, name=name)
             compat.add_phase_metric(self, key, aggregation, higher_is_better(key))

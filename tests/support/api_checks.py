@@ -50,6 +50,8 @@ def run_eval(
     *extra: str,
     tokenizer: Path | None = None,
     returncode: int = 0,
+    metadata: dict | None = None,
+    n: int = N_BASE * MODULUS,
 ) -> Run:
     """``phasebench eval --model BACKEND`` on ``task`` through the proxy, 8 base items x 4
     phases at 256 tokens, 8 tokens generated per prompt, one request at a time; the split is
@@ -66,8 +68,9 @@ def run_eval(
         args += ",tokenizer_backend=huggingface,tokenized_requests=False"
     work.mkdir(parents=True, exist_ok=True)
     seen, fed_before = len(served.recorder.on(path)), served.fed_count()
-    proc = lm_eval(work, args, task, METADATA, wrapper=True, model=backend, batch_size=1,
-                   extra=["--gen_kwargs", "max_gen_toks=8", *extra], timeout=1800)  # fmt: skip
+    proc = lm_eval(work, args, task, metadata or METADATA, wrapper=True, model=backend,
+                   batch_size=1, extra=["--gen_kwargs", "max_gen_toks=8", *extra],
+                   timeout=1800)  # fmt: skip
     require(
         proc.returncode == returncode,
         f"phasebench eval exited {proc.returncode}, not {returncode}: {proc.stderr[-3000:]}",
@@ -77,7 +80,6 @@ def run_eval(
     results, samples = outputs(work / "out")
     sent = served.recorder.on(path)[seen:]
     logged = samples[task]
-    n = N_BASE * MODULUS
     require(len(logged) == len(sent) == n, f"{len(logged)} samples, {len(sent)} requests, not {n}")
     return Run(results, logged, sent, fed_before, proc.stdout + proc.stderr)
 
@@ -220,6 +222,34 @@ def check_witness_catches_retokenizing(served: Served, work: Path, other: Path) 
         f"  server counts {min(reported)}..{max(reported)} for {n} prompts labelled "
         f"{run.samples[0]['doc']['length']}: {marked}/{n} marked and left out",
         "  phasebench eval: exit 2, one line (no sample's server count agrees)",
+    ]
+
+
+def check_length_axis(served: Served, work: Path) -> list[str]:
+    """niah with both axes crossed (4 base items x 2 needle phases x 2 length phases at 256
+    and 257 tokens) through ``local-completions``: every sample's server count equals its own
+    length, and the summary prints the needle and the length profile and the 2-D table."""
+    task = "phasebench_niah"
+    metadata = {"max_seq_lengths": [256], "n_base": 4, "phase_modulus": 2,
+                "length_phases": "crossed"}  # fmt: skip
+    run = run_eval(served, work, "local-completions", task, metadata=metadata, n=16)
+    for sample in run.samples:
+        doc = sample["doc"]
+        label, counted = sample["served_verified"]
+        require(label == counted == doc["length"], f"{doc['id']}: {label}, {counted}")
+    lengths = sorted({s["doc"]["length"] for s in run.samples})
+    require(lengths == [256, 257], f"prompt lengths {lengths}")
+    for line in ("needle phase (anchor index mod P; each length phase paired)",
+                 "length phase (total prompt length mod P; anchor fixed)",
+                 "accuracy per needle phase (rows) x length phase (columns)",
+                 "16/16 agree with the label"):  # fmt: skip
+        require(line in run.output, f"summary lacks {line!r}")
+    table = run.results["results"][task]
+    require("length_phase_gap,none" in table, f"no length-phase aggregates: {sorted(table)}")
+    return [
+        f"{task} local-completions, needle x length phases crossed: 16 prompts of 256-257 tokens",
+        "  usage.prompt_tokens == each prompt's own length: 16/16",
+        "  summary: both profiles and the 2-D table",
     ]
 
 
