@@ -379,10 +379,12 @@ def _axis_lines(e: dict[str, Any]) -> list[str]:
         lines.append(f"  subset      residues {_ranges(e['phases'])} of 0..{e['modulus'] - 1}")
     if e.get("cochran_q") is not None:
         lines.append(f"  Cochran Q   {e['cochran_q']:.2f}  p = {_p(e['cochran_p'])}")
+    # a phase subset shows only its own residues
+    shown = [r for r in e["per_phase"] if r["n"] or not e.get("phases")]
     table = {
-        "acc": [_pct(r["acc"]).strip() for r in e["per_phase"]],
-        "ci": [_ci(r["ci"]) for r in e["per_phase"]],
-        "n": [str(r["n"]) for r in e["per_phase"]],
+        "acc": [_pct(r["acc"]).strip() for r in shown],
+        "ci": [_ci(r["ci"]) for r in shown],
+        "n": [str(r["n"]) for r in shown],
     }
     if "per_phase_margin" in e:
         m = e["per_phase_margin"]
@@ -391,7 +393,7 @@ def _axis_lines(e: dict[str, Any]) -> list[str]:
         code = e["code"]
         rates = ", ".join(f"S={s}: {_pct(v).strip()}" for s, v in code["phase_lock_rate"].items())
         lines.append(f"  phase-lock  {rates}  ({len(code['patterns'])} patterns)")
-    frame = pd.DataFrame(table, index=[f"p{r['phase']}" for r in e["per_phase"]]).T
+    frame = pd.DataFrame(table, index=[f"p{r['phase']}" for r in shown]).T
     lines.append(_indent(frame.to_string()))
     return lines
 

@@ -173,8 +173,9 @@ class PhaseSummary:
     #: p-value of "the profile is periodic with period S" for each divisor S (Wald, see below).
     period_fit_p: dict[int, float] = field(default_factory=dict)
     #: The residues the samples cover when they are a subset of 0..P-1 (a phase subset, for a
-    #: long period), else None. Every statistic is then over these residues only: ``per_phase``
-    #: lists them alone, and a period S is found from how the profile folds over them.
+    #: long period), else None. Every statistic is then over these residues only (``per_phase``
+    #: still lists every phase, the others with ``n`` 0), and a period S is found from how the
+    #: profile folds over them.
     phases: list[int] | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -224,7 +225,7 @@ def summarize(
     covered = [p for p in range(modulus) if counts[p]]
     subset = covered if len(covered) < modulus else None
     per_phase = []
-    for p in covered:
+    for p in range(modulus):
         column = m[present[:, p], p]
         ci = wilson(column.sum(), len(column), alpha) if binary else _t_interval(column, alpha)
         per_phase.append({"phase": p, "acc": float(acc_p[p]), "ci": ci, "n": int(counts[p])})
