@@ -17,7 +17,7 @@ def balance_table(manifest: dict) -> pd.DataFrame:
     bal = manifest["balance"]
     return pd.DataFrame(
         {
-            "phase": range(len(bal["count_per_phase"])),
+            "phase": bal.get("phases") or range(len(bal["count_per_phase"])),
             "count": bal["count_per_phase"],
             "anchor_mean": bal["anchor_mean_per_phase"],
             "anchor_std": bal["anchor_std_per_phase"],

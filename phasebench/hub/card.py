@@ -157,13 +157,12 @@ def render_card(index: dict, manifests: dict[str, dict], schemas: dict[str, pa.S
                 "tokenizer": manifest["tokenizer"],
                 "phases": [
                     {"phase": r, "count": n, "mean": m, "std": s}
-                    for r, (n, m, s) in enumerate(
-                        zip(
-                            balance["count_per_phase"],
+                    for r, n, m, s in zip(
+                        balance.get("phases") or range(len(balance["count_per_phase"])),
+                        balance["count_per_phase"],
                             balance["anchor_mean_per_phase"],
-                            balance["anchor_std_per_phase"],
-                            strict=True,
-                        )
+                        balance["anchor_std_per_phase"],
+                        strict=True,
                     )
                 ],
                 "balance": balance,
