@@ -160,7 +160,7 @@ def render_card(index: dict, manifests: dict[str, dict], schemas: dict[str, pa.S
                     for r, n, m, s in zip(
                         balance.get("phases") or range(len(balance["count_per_phase"])),
                         balance["count_per_phase"],
-                            balance["anchor_mean_per_phase"],
+                        balance["anchor_mean_per_phase"],
                         balance["anchor_std_per_phase"],
                         strict=True,
                     )
