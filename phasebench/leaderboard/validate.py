@@ -43,6 +43,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import errno
+import json
 import math
 import os
 import tempfile
@@ -86,6 +87,10 @@ class Submission:
     recorded: float | None = None
     #: A maintainer's mark (``by``, ``date``, ``note``) after re-running the model, else None.
     reproduced: dict[str, str] | None = None
+    #: The statistics of each board (``task@length``) as
+    #: :func:`~phasebench.leaderboard.score.board_summaries` computes them, when the validating
+    #: process computed them (in parallel, and kept with the answer), else None.
+    summaries: dict[str, Any] | None = None
 
     @property
     def duplicate_key(self) -> tuple:
@@ -106,14 +111,20 @@ class Submission:
             "task_versions": self.task_versions,
             "recorded": self.recorded,
             "reproduced": self.reproduced,
+            # JSON text of its own: the statistics keep NaN (the answer itself may not)
+            "summaries": None
+            if self.summaries is None
+            else json.dumps(self.summaries, default=_plain, allow_nan=True, sort_keys=True),
         }
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> Submission:
         frame = pd.DataFrame(data["samples"]["rows"], columns=data["samples"]["columns"])
         fields = {k: data[k] for k in ("name", "meta", "provenance", "task_versions")}
+        summaries = data.get("summaries")
         return cls(**fields, samples=frame, recorded=data.get("recorded"),
-                   reproduced=data.get("reproduced"))  # fmt: skip
+                   reproduced=data.get("reproduced"),
+                   summaries=json.loads(summaries) if summaries is not None else None)  # fmt: skip
 
 
 @dataclass
@@ -224,7 +235,8 @@ def validate_folder(request: Mapping[str, Any]) -> dict[str, Any]:
     regen = Regenerator(Path(request["cache"]))
     try:
         raw = read_submission(folder, limits)
-        return {"accepted": validate_submission(raw, request["tasks"], regen).to_data()}
+        accepted = validate_submission(raw, request["tasks"], regen).to_data()
+        return {"accepted": _with_summaries(accepted)}
     except Refused as exc:
         problem = _relative(exc.problem, root)
     except MachineError:
@@ -240,6 +252,24 @@ def validate_folder(request: Mapping[str, Any]) -> dict[str, Any]:
             RecursionError) as exc:  # fmt: skip
         problem = _unexpected(name, exc)
     return {"refused": [dataclasses.asdict(problem)]}
+
+
+def _with_summaries(data: dict[str, Any]) -> dict[str, Any]:
+    """An accepted answer with its boards' statistics, computed here (in the validating
+    process, so in parallel, and kept with the answer) from the samples exactly as the parent
+    will read them back."""
+    from phasebench.leaderboard.score import board_summaries
+
+    sub = Submission.from_data(json.loads(json.dumps(data, allow_nan=False)))
+    sub.summaries = board_summaries(sub)
+    return sub.to_data()
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalars (and arrays) in the statistics as JSON numbers (lists)."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} is not JSON data")
 
 
 def _unexpected(name: str, exc: Exception) -> Problem:
