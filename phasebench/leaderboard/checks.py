@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from phasebench.errors import PhasebenchError, SamplesError
+from phasebench.errors import MachineError, PhasebenchError, SamplesError
 from phasebench.leaderboard.collect import RawSubmission, Refused
 from phasebench.leaderboard.regenerate import Regenerator
 from phasebench.lmeval.compat import DEFAULT_MAX_GEN_TOKS, doc_hash, hash_string
@@ -217,6 +217,8 @@ def check_task(
         spec = _spec_for([docs[i] for i in indices], length, results, task, raw.meta, path)
         try:
             expected = regen.rows(spec, tok)
+        except MachineError:  # the machine's failure, not the submission's
+            raise
         except PhasebenchError as exc:
             raise Refused(
                 "count", path, f"{task} length {length}: the samples name no complete split ({exc})"
