@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import io
-import json
 from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 
 import jinja2
 
+from phasebench import metrics
 from phasebench.atomic import atomic_write_text, check_replaceable, staged_folder
 from phasebench.errors import OutputError
 
@@ -42,7 +42,27 @@ def environment() -> jinja2.Environment:
     env.filters["ci_pp"] = functools.partial(_ci, unit=" pp")
     env.filters["p"] = _p
     env.filters["tokens"] = _tokens
+    env.filters["value"] = _value
+    env.filters["interval"] = _interval
+    env.globals["columns"] = site_columns
+    env.globals["glossary_statistics"] = glossary_statistics
     return env
+
+
+def site_columns() -> list[dict[str, Any]]:
+    """The statistics the site's table has a column for (and each model page a line), in
+    declaration order, each with the statistics declared to be shown beside it."""
+    declared = [s for s in metrics.statistics() if s.site and s.exported]
+    return [
+        {"stat": s, "notes": [n for n in declared if n.shown_with == s.key]}
+        for s in declared
+        if s.shown_with is None and not s.per_phase
+    ]
+
+
+def glossary_statistics() -> list[metrics.Statistic]:
+    """The statistics the glossary explains: every one the site shows."""
+    return [s for s in metrics.statistics() if s.site and s.exported and s.help]
 
 
 # Every value carries its unit: accuracies in %, gaps (differences of two percentages) in
@@ -69,6 +89,31 @@ def _p(value: Any) -> str:
 
 def _tokens(value: Any) -> str:
     return "—" if value is None else f"{value} tokens"
+
+
+def _value(value: Any, unit: str) -> str:
+    """A declared statistic's value in its unit (see :data:`phasebench.metrics.Unit`)."""
+    if unit == "%":
+        return _pct(value)
+    if unit == "pp":
+        return _pp(value)
+    if unit == "p":
+        return _p(value)
+    if unit == "tokens":
+        return _tokens(value)
+    if value is None:
+        return "—"
+    if unit == "phase":
+        return f"phase {value}"
+    if unit == "nats":
+        return f"{value:+.3f} nats"
+    if unit == "flag":
+        return "yes" if value else "no"
+    return f"{value:.3g}"
+
+
+def _interval(interval: Sequence[Any] | None, unit: str) -> str:
+    return _ci(interval, unit=" pp" if unit == "pp" else "%")
 
 
 # -- plots --------------------------------------------------------------------------------------
@@ -285,7 +330,3 @@ def check_site_out(out: Path | str, submissions: Path | str) -> Path:
             f"give the site a folder of its own"
         )
     return check_replaceable(target, SITE_MARKER)
-
-
-def load_board(path: Path) -> dict[str, Any]:
-    return json.loads(Path(path).read_text(encoding="utf-8"))
