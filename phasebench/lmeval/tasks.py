@@ -16,11 +16,13 @@ How lm-eval 0.4.13 calls into this module:
   ``<metric>@<length>``), each an instance of the one parameterised :func:`aggregate`, and
   reports only those of the chosen metric set.
 
-Metric sets (``--metadata '{"metrics": "full"}'``): by default a task reports
-:data:`COMPACT_METRICS` (average, worst phase plain and cross-fitted, gap and its p-value; for
-code also the margin's worst phase), pooled over the requested lengths, with per-length copies
-only when more than one length ran. ``full`` adds intervals, the best phase, every phase and the
-phase-lock rate, always per length. Every number comes from
+Which aggregates exist, their names, sets and directions come from the statistics table
+(:mod:`phasebench.metrics`). Metric sets (``--metadata '{"metrics": "full"}'``): by default a
+task reports the compact set (:data:`COMPACT_METRICS`: average, worst phase cross-fitted and
+plain, gap and its p-value; for a family with a margin also the margin's lowest phase), pooled
+over the requested lengths, with per-length copies only when more than one length ran. ``full``
+adds intervals, the best phase, every phase and the phase-lock rate, always per length. Every
+number comes from
 :func:`phasebench.samples.summarize_records`, the function ``phasebench report`` and the
 leaderboard use, so the three agree.
 """
