@@ -114,6 +114,16 @@ def board_summaries(sub: Submission) -> dict[str, Any]:
     }
 
 
+def _lacks_a_statistic(summary: Mapping[str, Any]) -> bool:
+    """Whether a summary misses a declared statistic computed outside the built-in summary."""
+    return any(
+        stat.compute is not None
+        and stat.key not in summary
+        and (not stat.needs_margin or "margin" in summary)
+        for stat in metrics.statistics()
+    )
+
+
 def _rank(rows: Sequence[dict], ci_key: str) -> list[int]:
     """1 + number of rows whose lower bound is above this row's upper bound."""
     ranks = []
@@ -150,7 +160,9 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
         for (task, length), frame in sub.samples.groupby(["task", "length"], sort=True):
             modulus = int(frame["modulus"].iloc[0])
             summary = (sub.summaries or {}).get(f"{task}@{int(length)}")
-            if summary is None:  # not computed by the validating process
+            if summary is None or _lacks_a_statistic(summary):
+                # not computed by the validating process, or computed where a statistic
+                # registered here is unknown
                 summary = summarize_board(frame)
             detail["boards"].append({"task": task, "length": int(length), "summary": summary})
             rows.append(
