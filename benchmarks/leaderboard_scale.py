@@ -43,7 +43,8 @@ def measure(cmd: list[str], env: dict[str, str]) -> dict[str, float | str | int]
     """Run ``cmd``; wall time, CPU time of every process of its tree (the fork server's
     children counted through it once reaped) and the most validating processes alive at once."""
     start = time.monotonic()
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out_file, err_file = tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+")
+    proc = subprocess.Popen(cmd, env=env, stdout=out_file, stderr=err_file, text=True)
     root = psutil.Process(proc.pid)
     own: dict[int, float] = {}
     reaped: dict[int, float] = {}
@@ -71,9 +72,12 @@ def measure(cmd: list[str], env: dict[str, str]) -> dict[str, float | str | int]
                 continue
         most = max(most, workers)
         time.sleep(0.05)
-    out, err = proc.communicate()
-    out_chunks.append(out)
+    proc.wait()
     wall = time.monotonic() - start
+    out_file.seek(0)
+    err_file.seek(0)
+    out_chunks.append(out_file.read())
+    err = err_file.read()
     cpu = sum(own.values()) + sum(reaped.values())
     return {"returncode": proc.returncode, "wall_s": wall, "cpu_s": cpu, "most_workers": most,
             "stdout": "".join(out_chunks), "stderr": err}  # fmt: skip
