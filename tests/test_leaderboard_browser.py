@@ -168,7 +168,7 @@ def test_board_sorts_filters_and_keeps_its_state_in_the_url(server, site):
         assert "q=pressed" in page.url
         assert page.locator("#no-match").is_hidden()
         page.check("#show-phases")
-        assert page.locator("th.phase-col").first.is_visible() and "phases=1" in page.url
+        assert page.locator("th.ph").first.is_visible() and "phases=1" in page.url
         shared = page.url
 
         # the shared address opens the same view in a fresh page
@@ -177,7 +177,7 @@ def test_board_sorts_filters_and_keeps_its_state_in_the_url(server, site):
         assert _models(other) == _models(page)
         assert other.locator("th[data-key=gap]").get_attribute("aria-sort") == "descending"
         assert other.input_value("#text-filter") == "pressed"
-        assert other.locator("th.phase-col").first.is_visible()
+        assert other.locator("th.ph").first.is_visible()
 
         page.fill("#text-filter", "no such model")
         assert _models(page) == []

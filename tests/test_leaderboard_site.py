@@ -64,11 +64,11 @@ def test_one_page_per_board_and_an_index_of_leaders(board, site):
     for name in names:
         page = (site / board_page(name)).read_text()
         members = [r for r in board["rows"] if r["board"] == name]
-        assert page.count('<tr data-kv="') == len(members)  # only this board's rows
+        assert page.count('<tr data-order="') == len(members)  # only this board's rows
         slug = Path(board_page(name)).stem
         assert f'id="{slug}"' in index and f'href="{board_page(name)}"' in index
         assert "ranked by cross-fitted worst phase" in page
-    assert '<tr data-kv="' not in index  # the index lists boards, not rows
+    assert '<tr data-order="' not in index  # the index lists boards, not rows
     leader = next(r for r in board["rows"] if r["rank_worst"] == 1)
     assert identity(leader) in index
 

@@ -43,6 +43,7 @@ def environment() -> jinja2.Environment:
         autoescape=True,  # every page: submission text is always escaped
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
+        auto_reload=False,
     )
     env.filters["pct"] = _pct
     env.filters["pp"] = _pp
@@ -51,6 +52,8 @@ def environment() -> jinja2.Environment:
     env.filters["p"] = _p
     env.filters["tokens"] = _tokens
     env.filters["identity"] = identity
+    env.filters["key"] = _key
+    env.filters["serving"] = lambda s: _serving(s) if s else ""
     env.filters["short"] = _short
     env.filters["heat"] = charts.heat_class
     return env
@@ -82,6 +85,11 @@ def _p(value: Any, n_perm: int | None = None) -> str:
     if n_perm and value <= 1.0 / (1 + n_perm) * (1 + 1e-9):
         return f"p < {1.0 / n_perm:.3g}"
     return f"p = {value:.3g}"
+
+
+def _key(value: Any) -> str:
+    """A number as a sort key in the page (``data-v``): 6 significant digits, empty if missing."""
+    return "" if value is None else f"{value:.6g}"
 
 
 def _tokens(value: Any) -> str:
@@ -214,7 +222,13 @@ def render_site(
                 "has_serving": any(r.get("serving") for r in members),
                 "kv_caches": sorted({str(r["kv_cache"]) for r in members if r.get("kv_cache")}),
                 "max_phases": max((len(r.get("per_phase") or []) for r in members), default=0),
-                "scatter": charts.scatter(members, labels),
+                "scatter": charts.scatter_svg(
+                    members,
+                    labels,
+                    "scatter",
+                    f"{first['task']} @ {first['length']} tokens: average against cross-fitted "
+                    "worst phase, one point per model · variant",
+                ),
             }
         )
     common = {"method": board.get("method") or {}}
@@ -249,14 +263,19 @@ def render_site(
     board_slugs = {(r["task"], r["length"]): _slug(r["board"]) for r in board["rows"]}
     for page, detail in sorted(board["models"].items()):
         items = []
-        for entry in detail["boards"]:
+        for n, entry in enumerate(detail["boards"], start=1):
             summary = entry["summary"]
             items.append(
                 {
                     "entry": entry,
                     "board": board_slugs.get((entry["task"], entry["length"])),
-                    "profile": charts.profile(summary),
-                    "strip": charts.margin_strip(summary["code"]) if summary.get("code") else None,
+                    "profile": functools.partial(charts.profile_svg, summary, f"profile-{n}"),
+                    "strip": (
+                        functools.partial(charts.margin_strip_svg, summary["code"], f"strip-{n}")
+                        if summary.get("code")
+                        else None
+                    ),
+                    "bound": charts.margin_bound(summary["code"]) if summary.get("code") else None,
                 }
             )
         write(

@@ -24,6 +24,7 @@
     points[g.getAttribute("data-i")] = g;
   });
   var RANKED = { worst: "cross-fitted worst phase", average: "average" };
+  var kvIndex = keyIndex("kv_cache");
   var state = { sort: "rank", dir: "asc", rank: "worst", kv: "", q: "", phases: false, all: false };
 
   function keyIndex(key) {
@@ -33,9 +34,10 @@
     return -1;
   }
 
+  // A cell's sort key is its data-v, or its text when it has none.
   function cellValue(row, index, type) {
     var cell = row.cells[index];
-    var v = cell ? cell.getAttribute("data-v") : null;
+    var v = cell ? (cell.hasAttribute("data-v") ? cell.getAttribute("data-v") : cell.textContent) : null;
     if (v === null || v === "" || v === "None") { return null; }
     return type === "num" ? parseFloat(v) : v.toLowerCase();
   }
@@ -82,7 +84,7 @@
   function applyFilters() {
     var text = state.q.toLowerCase(), matching = 0, shown = 0, labelled = 0;
     rows.forEach(function (row) {
-      var ok = (!state.kv || row.getAttribute("data-kv") === state.kv) &&
+      var ok = (!state.kv || row.cells[kvIndex].getAttribute("data-v") === state.kv) &&
         (!text || row.textContent.toLowerCase().indexOf(text) !== -1);
       if (ok) { matching += 1; }
       var visible = ok && (state.all || matching <= top);
