@@ -7,6 +7,7 @@ sends (create repo, branch, tree, preupload, LFS batch and upload, commit) and r
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -287,6 +288,12 @@ def test_load_split_checks_tokenizer_and_content(repo, tmp_path, deepseek_bos):
     rows = table.to_pylist()
     rows[0]["answer"] = "00000"
     pq.write_table(table.from_pylist(rows, schema=table.schema), victim)
+    with pytest.raises(PhasebenchError, match="not the .*-byte file the index lists"):
+        hub.load_split(copy, name, cache_dir=str(tmp_path / "c2"))
+    # ... and with the index's file size updated too, the rows' content hashes
+    index = json.loads((copy / "phasebench.json").read_text())
+    index["configs"][0]["files"][0]["size"] = victim.stat().st_size
+    (copy / "phasebench.json").write_text(json.dumps(index))
     with pytest.raises(PhasebenchError, match="do not hash to the manifest"):
         hub.load_split(copy, name, cache_dir=str(tmp_path / "c2"))
 
