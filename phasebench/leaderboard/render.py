@@ -203,7 +203,8 @@ def render_site(
         written.append(path)
 
     boards = []
-    for name in sorted({r["board"] for r in board["rows"]}):
+    order = {r["board"]: (r["task"], r["length"]) for r in board["rows"]}
+    for name in sorted(order, key=lambda n: order[n]):  # by task, then length as a number
         members = [r for r in board["rows"] if r["board"] == name]  # in score's rank order
         first = members[0]
         labels = [identity(r) for r in members]
