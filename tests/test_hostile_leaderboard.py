@@ -121,7 +121,8 @@ def test_a_pinned_hub_tokenizer_loads_from_the_local_cache_only(
     local.mkdir(parents=True)
     shutil.copyfile(builtin_path("deepseek-v4") / "tokenizer.json", local / "tokenizer.json")
     monkeypatch.chdir(tmp_path)
-    outcome = validate_all(subs, tasks=TASKS, cache=regen_cache)
+    # a cache folder of its own: the pinned commit's answer kept in regen_cache would be reused
+    outcome = validate_all(subs, tasks=TASKS, cache=tmp_path / "fresh")
     assert _outcome_rules(outcome) == {f"acme__pinned/{REVISION}": "tokenizer"}
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from phasebench.errors import PhasebenchError
+from phasebench.errors import MachineError, PhasebenchError
 from phasebench.leaderboard.collect import RawSubmission, Refused
 from phasebench.leaderboard.regenerate import Regenerator
 from phasebench.lmeval.compat import DEFAULT_MAX_GEN_TOKS, doc_hash, hash_string
@@ -215,6 +215,8 @@ def check_task(
         spec = _spec_for([docs[i] for i in indices], length, results, task, raw.meta, path)
         try:
             expected = regen.rows(spec, tok)
+        except MachineError:  # the machine's failure, not the submission's
+            raise
         except PhasebenchError as exc:
             raise Refused(
                 "count", path, f"{task} length {length}: the samples name no complete split ({exc})"
