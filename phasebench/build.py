@@ -345,14 +345,17 @@ def is_partial(folder: Path) -> bool:
 
 def config_folders(path: Path | str) -> list[Path]:
     """``path`` itself if it is a config folder, else its complete config sub-folders (hidden
-    ones, such as a staging folder of ``generate``, are never configs)."""
+    ones, such as a staging folder of ``generate``, and symbolic links, which may lead out of
+    the folder, are never configs)."""
     path = Path(path)
     if (path / MANIFEST).exists():
         return [path]
     if not path.is_dir():
         raise SplitError(f"{str(path)!r} is not a folder")
     found = sorted(
-        p for p in path.iterdir() if not p.name.startswith(".") and (p / MANIFEST).exists()
+        p
+        for p in path.iterdir()
+        if not p.name.startswith(".") and not p.is_symlink() and (p / MANIFEST).exists()
     )
     if not found:
         partial = partial_configs(path)

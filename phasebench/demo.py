@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from phasebench.errors import DependencyError
-from phasebench.reference import DEMO_N_BASE, EVAL_LENGTH
+from phasebench.reference import DEMO_N_BASE, EVAL_LENGTH, SHIPPED
 
-#: Models the demo evaluates, in display order.
-DEMO_VARIANTS = ("full", "gate-w8s4", "mean-w8s4", "gate-w8s2", "mean-w8s2")
+#: Models the demo evaluates, in display order: every committed reference model.
+DEMO_VARIANTS = SHIPPED
 STEPS = 4
 #: Generated tokens per prompt (``--gen_kwargs max_gen_toks``; the task's own budget is 16). With
 #: the reference tokenizer a value is 2 tokens (`` 456`` then ``78\n``), so 3 tokens hold every
@@ -38,11 +38,16 @@ DEMO_MAX_GEN_TOKS = 3
 
 #: What each variant does to distant context, for the leaderboard's ``kv_cache`` column.
 KV_CACHE = {
-    "full": "none, full attention (reference negative control)",
+    "mean-w1s1": "none: every token its own entry (window 1 stride 1, matched negative control)",
+    "full": "none, full attention with RoPE on every key (second control)",
     "gate-w8s4": "CSA-like: window 8 stride 4, learned gate with per-slot bias, local window 4",
     "mean-w8s4": "chunked: window 8 stride 4, mean pooling, local window 4",
     "gate-w8s2": "CSA-like: window 8 stride 2, learned gate with per-slot bias, local window 4",
     "mean-w8s2": "chunked: window 8 stride 2, mean pooling, local window 4",
+    "mean-w4s2": "chunked: window 4 stride 2, mean pooling, local window 4",
+    "mean-w6s3": "chunked: window 6 stride 3, mean pooling, local window 4",
+    "mean-w12s6": "chunked: window 12 stride 6, mean pooling, local window 4",
+    "mean-w16s8": "chunked: window 16 stride 8, mean pooling, local window 4",
 }
 
 Events = Callable[[str], None]
@@ -62,13 +67,18 @@ def model_name(variant: str) -> str:
     return f"phasebench-ref-{variant}"
 
 
-def generate_split(out: Path, length: int, n_base: int, seed: int = 0) -> Path:
+def generate_split(out: Path, length: int, n_base: int, seed: int = 0, modulus: int = 8) -> Path:
     """The demo's ``kv`` config for the reference tokenizer (the same for every variant)."""
     from phasebench.build import generate
     from phasebench.specs import SplitSpec
 
     spec = SplitSpec(
-        family="kv", length=length, n_base=n_base, seed=seed, tokenizer="phasebench-ref"
+        family="kv",
+        length=length,
+        n_base=n_base,
+        seed=seed,
+        modulus=modulus,
+        tokenizer="phasebench-ref",
     )
     generate([spec], out, overwrite=True, progress=False)
     return out
@@ -93,18 +103,21 @@ def evaluate_models(
     length: int,
     variants: tuple[str, ...] = DEMO_VARIANTS,
     on_event: Events | None = None,
+    folders: dict[str, Path] | None = None,
 ) -> Path:
-    """Run lm-eval's ``hf`` backend on each reference model; per-sample logs under ``out``."""
+    """Run lm-eval's ``hf`` backend on each reference model; per-sample logs under ``out``.
+    ``folders`` maps a variant to its model folder (default: the committed weights)."""
     from phasebench.lmeval import compat
     from phasebench.reference import weights_dir
     from phasebench.reference.model import register_auto_classes
     from phasebench.resources import resource_dir
 
     register_auto_classes()
+    folders = folders or {}
     for i, variant in enumerate(variants, 1):
         start = time.monotonic()
         model_args = {
-            "pretrained": str(weights_dir() / variant),
+            "pretrained": str(folders.get(variant, weights_dir() / variant)),
             "backend": "causal",
             "dtype": "float32",
             "device": "cpu",
@@ -132,8 +145,11 @@ def run_demo(
     length: int = EVAL_LENGTH,
     variants: tuple[str, ...] = DEMO_VARIANTS,
     on_event: Events | None = None,
+    seed: int = 0,
 ) -> dict[str, Any]:
-    """The whole pipeline; returns the paths it wrote and the report."""
+    """The whole pipeline; returns the paths it wrote and the report. ``seed`` is the
+    evaluation split's seed (the models were trained on other seeds, see
+    ``phasebench.reference.data``)."""
     _require("torch", "the 'reference' extra")
     _require("lm_eval", "the 'lmeval' extra")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -148,8 +164,8 @@ def run_demo(
     out.mkdir(parents=True, exist_ok=True)
     clock = time.monotonic()
 
-    say(f"[1/{STEPS}] kv split: {n_base} base items x 8 phases at {length} tokens")
-    splits = generate_split(out / "splits", length, n_base)
+    say(f"[1/{STEPS}] kv split: {n_base} base items x 8 phases at {length} tokens, seed {seed}")
+    splits = generate_split(out / "splits", length, n_base, seed=seed)
     say(f"[2/{STEPS}] lm-eval on {len(variants)} reference models (hf backend, phasebench_kv)")
     runs_dir = out / "lm_eval"
     shutil.rmtree(runs_dir, ignore_errors=True)

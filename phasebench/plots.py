@@ -152,3 +152,47 @@ def _margin_figure(run: str, task: str, length: str, e: dict[str, Any]):
     fig.suptitle(run, fontsize=8, x=0.01, ha="left", color="#636363")
     fig.tight_layout()
     return fig
+
+
+def plot_stacked_profiles(
+    panels: list[tuple[str, dict[str, Any]]], folder: Path, stem: str, strides: list[int]
+) -> list[Path]:
+    """One figure of per-phase profiles stacked one panel per report entry (``(label, entry)``),
+    sharing the phase axis; dotted lines mark the multiples of each panel's stride. Written as
+    ``<stem>.png`` and ``<stem>.svg`` (the stride sweep's figure)."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    with matplotlib.rc_context(_RC):
+        fig, axes = plt.subplots(
+            len(panels), 1, figsize=(7.2, 1.45 * len(panels) + 0.6), sharex=True, squeeze=False
+        )
+        for ax, (label, e), stride in zip(axes[:, 0], panels, strides, strict=True):
+            rows = e["per_phase"]
+            phase = np.array([r["phase"] for r in rows])
+            acc = np.array([np.nan if r["acc"] is None else 100 * r["acc"] for r in rows])
+            lo = np.array([np.nan if r["ci"][0] is None else 100 * r["ci"][0] for r in rows])
+            hi = np.array([np.nan if r["ci"][1] is None else 100 * r["ci"][1] for r in rows])
+            if stride > 1:
+                for x in range(0, int(e["modulus"]), stride):
+                    ax.axvline(x, color="#bdbdbd", ls=":", lw=0.8)
+            ax.fill_between(phase, lo, hi, color="#9ecae1", alpha=0.6, lw=0)
+            ax.plot(phase, acc, "o-", color="#08519c", lw=1.2, ms=3)
+            ax.axhline(100 * e["acc"], color="#636363", ls="--", lw=0.8)
+            ax.set_ylim(0, 100)
+            ax.set_ylabel("acc (%)")
+            p = "n/a" if e["p_value"] is None else f"{e['p_value']:.3g}"
+            ax.set_title(
+                f"{label}: average {100 * e['acc']:.1f}, gap {100 * e['gap']:.1f} pts "
+                f"(p = {p}), period {e['dominant_period'] or 'none'}",
+                fontsize=8,
+                loc="left",
+            )
+        last = axes[-1, 0]
+        last.set_xticks(phase)
+        last.set_xlabel(f"phase (anchor position mod {panels[-1][1]['modulus']})")
+        fig.tight_layout()
+        return _save(fig, Path(folder), stem)

@@ -25,6 +25,7 @@ from support.hostile import (
     build_corpus,
     evil_tokenizer,
     fake_hub_cache,
+    forge_relabelling,
     gzip_repeating,
     memory_hog,
 )
@@ -119,7 +120,8 @@ def test_a_pinned_hub_tokenizer_loads_from_the_local_cache_only(
     local.mkdir(parents=True)
     shutil.copyfile(builtin_path("deepseek-v4") / "tokenizer.json", local / "tokenizer.json")
     monkeypatch.chdir(tmp_path)
-    outcome = validate_all(subs, tasks=TASKS, cache=regen_cache)
+    # a cache folder of its own: the pinned commit's answer kept in regen_cache would be reused
+    outcome = validate_all(subs, tasks=TASKS, cache=tmp_path / "fresh")
     assert _outcome_rules(outcome) == {f"acme__pinned/{REVISION}": "tokenizer"}
 
 
@@ -182,6 +184,24 @@ def test_gzip_bombs_are_refused_by_the_sample_count(
     assert problem.rule == "size" and "128" in problem.message, problem
 
 
+# -- 1 (second round). the validator derives every phase label itself -------------------------
+
+
+def test_a_forged_phase_relabelling_is_refused(tmp_path, submission_rows, regen_cache):
+    """Relabelling fields in a run without a chat template, consistent with each other and with
+    every hash, swap phases 2 and 3: the validator derives the offset (0 without a template)
+    and refuses the labels instead of publishing the swapped per-phase figures."""
+    subs = tmp_path / "subs"
+    weak = [0.9, 0.9, 0.1, 0.9, 0.9, 0.9, 0.9, 0.9]
+    make_submission(subs, submission_rows, model="acme/honest", accuracy=weak)
+    forge_relabelling(make_submission(subs, submission_rows, model="acme/forged", accuracy=weak))
+    outcome = validate_all(subs, tasks=TASKS, cache=regen_cache)
+    assert [s.meta["model"] for s in outcome.accepted] == ["acme/honest"]
+    ((name, (problem,)),) = outcome.refused
+    assert name == f"acme__forged/{REVISION}" and problem.rule == "hash", problem
+    assert "chat template" in problem.message, problem
+
+
 # -- 4. identity ----------------------------------------------------------------------------
 
 
@@ -218,6 +238,26 @@ def test_without_an_earlier_board_the_earlier_run_comes_first(
     from phasebench.leaderboard.identity import canonical_model
 
     assert canonical_model("Ａcme/M") == canonical_model("acme/m")
+
+
+def test_a_tie_is_refused_on_both_sides_so_a_copier_cannot_win(
+    tmp_path, submission_rows, regen_cache
+):
+    """A case-changed copy with the original's revision and run date, on a fresh board (no
+    earlier board, no --previous): nothing says who came first, and every tie-break by name
+    is the copier's choice, so neither is published and each refusal names the other."""
+    subs = tmp_path / "subs"
+    make_submission(subs, submission_rows, model="acme/m")
+    make_submission(subs, submission_rows, model="ACME/M")
+    make_submission(subs, submission_rows, model="acme/other")
+    outcome = validate_all(subs, tasks=TASKS, cache=regen_cache)
+    assert [s.meta["model"] for s in outcome.accepted] == ["acme/other"]
+    assert _outcome_rules(outcome) == {f"ACME__M/{REVISION}": "duplicate",
+                                       f"acme__m/{REVISION}": "duplicate"}  # fmt: skip
+    messages = {name: problems[0].message for name, problems in outcome.refused}
+    assert f"acme__m/{REVISION}" in messages[f"ACME__M/{REVISION}"]
+    assert f"ACME__M/{REVISION}" in messages[f"acme__m/{REVISION}"]
+    assert "neither" in messages[f"acme__m/{REVISION}"]
 
 
 def test_a_third_party_cannot_retire_an_entry(tmp_path, submission_rows, regen_cache):

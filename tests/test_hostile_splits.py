@@ -247,3 +247,127 @@ def test_lmeval_cache_repairs_an_entry_that_lost_its_manifest(tmp_path, deepseek
     again = cached_config(SPEC, deepseek, root)
     assert list(iter_rows(again)) == original
     assert [p.name for p in (root / "splits").iterdir()] == [folder.parent.name]
+
+
+# -- 3 (second round). hostile dataset repository folders ---------------------------------------
+
+CONFIG = f"{SPEC.config_name}_deepseek_v4"
+
+
+@pytest.fixture(scope="module")
+def published(built, tmp_path_factory) -> Path:
+    repo = tmp_path_factory.mktemp("published") / "repo"
+    assert main(["publish", str(built.parent), "--out", str(repo)]) == 0
+    return repo
+
+
+@pytest.fixture
+def repo(published, tmp_path) -> Path:
+    folder = tmp_path / "repo"
+    shutil.copytree(published, folder)
+    return folder
+
+
+def _edit_index(repo: Path, edit) -> None:
+    index = json.loads((repo / "phasebench.json").read_text())
+    edit(index["configs"][0])
+    (repo / "phasebench.json").write_text(json.dumps(index))
+
+
+def _outside(repo: Path) -> None:
+    """A valid config beside the folder, which a config name ``../other/...`` would reach."""
+    shutil.copytree(repo / CONFIG, repo.parent / "other" / CONFIG)
+    _edit_index(repo, lambda c: c.update(name=f"../other/{CONFIG}",
+                                         manifest=f"../other/{CONFIG}/manifest.json"))  # fmt: skip
+
+
+def _extra_column(repo: Path) -> None:
+    """A parquet file with one more column than the card declares, the index's size updated."""
+    path = _parquet(repo / CONFIG)
+    table = pq.read_table(path)
+    table = table.append_column("extra", pa.array([1] * len(table)))
+    pq.write_table(table.replace_schema_metadata(pq.read_schema(path).metadata), path)
+    _edit_index(repo, lambda c: c["files"][0].update(size=path.stat().st_size))
+
+
+def _linked_config(repo: Path) -> None:
+    shutil.move(repo / CONFIG, repo.parent / "elsewhere")
+    (repo / CONFIG).symlink_to(repo.parent / "elsewhere", target_is_directory=True)
+
+
+HOSTILE_REPOS = {
+    "name-outside": (_outside, "config name"),
+    "manifest-passwd": (
+        lambda r: _edit_index(r, lambda c: c.update(manifest="/etc/passwd")),
+        "manifest",
+    ),  # fmt: skip
+    "file-passwd": (
+        lambda r: _edit_index(r, lambda c: c["files"][0].update(path="/etc/passwd")),
+        "data file",
+    ),  # fmt: skip
+    "index-not-json": (lambda r: (r / "phasebench.json").write_text("{not json"), "JSON"),
+    "index-huge": (lambda r: (r / "phasebench.json").write_bytes(b" " * (17 << 20)), "larger"),
+    "no-name": (lambda r: _edit_index(r, lambda c: c.pop("name")), "config name"),
+    "linked-config": (_linked_config, "outside"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE_REPOS))
+def test_hostile_dataset_folders_are_refused_in_one_line(repo, case):
+    """``select_configs`` and ``load_split`` answer a damaged or lying ``phasebench.json`` with
+    one :class:`HubError` line and never open a path outside the folder."""
+    from phasebench.errors import HubError
+    from phasebench.hub import load_split, select_configs
+
+    damage, words = HOSTILE_REPOS[case]
+    damage(repo)
+    name = f"../other/{CONFIG}" if case == "name-outside" else CONFIG
+    for call in (lambda: select_configs(repo), lambda: load_split(repo, name)):
+        with pytest.raises(HubError, match=words) as info:
+            call()
+        assert len(str(info.value).splitlines()) == 1 and "root:" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [lambda r: (r / "README.md").write_text("---\nconfigs: [\n  - a: b\n---\n"), _extra_column],
+    ids=["card-yaml", "extra-column"],
+)
+def test_load_split_reports_what_datasets_cannot_load_in_one_line(repo, damage):
+    from phasebench.errors import HubError
+    from phasebench.hub import load_split
+
+    damage(repo)
+    with pytest.raises(HubError, match="does not load with datasets") as info:
+        load_split(repo, CONFIG, cache_dir=str(repo.parent / "hf-datasets"))
+    assert len(str(info.value).splitlines()) == 1
+
+
+@pytest.mark.parametrize("case", ["no-name", "name-outside", "manifest-passwd"])
+def test_eval_with_a_hostile_dataset_path_is_one_line(repo, capsys, case):
+    """``phasebench eval`` reads ``dataset_path`` through the same checks before lm-eval
+    loads any model."""
+    HOSTILE_REPOS[case][0](repo)
+    metadata = json.dumps({"dataset_path": str(repo), "max_seq_lengths": [256]})
+    code = main(["eval", "--model", "hf", "--model_args",
+                 "pretrained=deepseek-v4,tokenizer=deepseek-v4,max_length=4096",
+                 "--tasks", "phasebench_kv", "--metadata", metadata])  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and err and "phasebench.json" in err[-1], err
+    assert not any("Traceback" in line for line in err)
+
+
+# -- 5 (second round). null fields, hashes recomputed --------------------------------------------
+
+
+@pytest.mark.parametrize("field", ["prompt", "anchor_index", "depth", "answer", "phase"])
+def test_null_fields_are_named_by_verify_and_inspect(config, capsys, field):
+    rows = list(iter_rows(config))
+    rows[0][field] = None
+    _recompute_hashes(config, rows)
+    code, out, _ = _verify(capsys, config)
+    assert code == 1 and f"{field} is null" in out and rows[0]["id"] in out, out
+    assert "unsupported operand" not in out
+    code, err = _inspect(capsys, config)
+    _one_line(code, err)
+    assert f"{field} is null" in err, err

@@ -293,8 +293,9 @@ def test_shipped_examples_site_in_chromium(tmp_path):
         page.goto(f"{url}/index.html")
         page.wait_for_load_state("networkidle")
         assert page.locator("tr.reported .badge").count() >= 5
-        # code@0, kv@256, kv@512, niah@512, niah@1024 (the kvpress audit) + published
-        assert page.locator("#leaderboard tbody.board").count() == 6
+        # code@0, kv@256, kv@512, niah@512, niah@1024 (the kvpress audit), niah@256 (the
+        # kvpress stride sweep) + published
+        assert page.locator("#leaderboard tbody.board").count() == 7
         _boards_hold_their_own_rows(page)
         page.screenshot(path=str(shots[""]))
         page.click("text=HuggingFaceTB/SmolLM2-135M-Instruct >> nth=0")

@@ -10,7 +10,7 @@ import pytest
 import torch  # noqa: E402  (the `reference` extra: a missing torch fails, never skips)
 
 from phasebench.families import kv  # noqa: E402
-from phasebench.reference import DEMO_N_BASE, weights_dir  # noqa: E402
+from phasebench.reference import DEMO_N_BASE, SHIPPED, weights_dir  # noqa: E402
 from phasebench.reference.model import PhaseRefModel, register_auto_classes  # noqa: E402
 from phasebench.reference.tokenizer import save_tokenizer  # noqa: E402
 from phasebench.reference.train import VARIANTS, TrainSettings, make_model, train  # noqa: E402
@@ -43,7 +43,7 @@ def test_committed_tokenizer_is_the_one_the_code_builds(tmp_path):
     ``tokenizer.py``: a change to the vocabulary without retraining fails here."""
     fresh = (save_tokenizer(tmp_path) / "tokenizer.json").read_bytes()
     assert (weights_dir() / "tokenizer" / "tokenizer.json").read_bytes() == fresh
-    for variant in VARIANTS:
+    for variant in SHIPPED:
         assert (weights_dir() / variant / "tokenizer.json").read_bytes() == fresh, variant
 
 
@@ -119,8 +119,9 @@ def test_retraining_with_a_tiny_budget_saves_a_loadable_model(tmp_path):
     assert not (tmp_path / ".mean-w8s4.tmp").exists()
 
 
-def test_every_variant_is_committed():
-    for variant in VARIANTS:
+def test_every_shipped_variant_is_committed():
+    assert set(SHIPPED) <= set(VARIANTS)
+    for variant in SHIPPED:
         folder = weights_dir() / variant
         assert (folder / "model.safetensors").exists(), variant
         assert (folder / "tokenizer.json").exists(), variant
@@ -151,13 +152,13 @@ def _kv_entry(report: dict, variant: str) -> dict:
 def test_demo_end_to_end(demo):
     """Every stage of the demo wrote its part, for every committed model."""
     paths, report = demo
-    assert sorted(report["runs"]) == sorted(f"phasebench-ref-{v}" for v in VARIANTS)
-    for variant in VARIANTS:
+    assert sorted(report["runs"]) == sorted(f"phasebench-ref-{v}" for v in SHIPPED)
+    for variant in SHIPPED:
         entry = _kv_entry(report, variant)
         assert len(entry["per_phase"]) == 8 and entry["n_base"] == DEMO_N_BASE
     assert any(p.endswith("mean-w8s4__phasebench_kv__512.profile.png") for p in paths["plots"])
     site = (Path(paths["site"])).read_text()
-    assert all(f"ref-{v}" in site for v in VARIANTS)
+    assert all(f"ref-{v}" in site for v in SHIPPED)
 
 
 #: The committed models that carry the positive checks (docs/reference.md has all five).
@@ -199,3 +200,68 @@ def test_stride_2_compression_has_period_2(demo):
     assert entry["dominant_period"] == 2
     folded = entry["folded"]["2"]
     assert folded[0] > folded[1]
+
+
+def test_demo_seed_picks_the_evaluation_split(tmp_path):
+    """``phasebench demo --seed S`` evaluates on split seed S: other prompts, same layout."""
+    import pandas as pd
+
+    from phasebench.demo import generate_split
+
+    def first_rows(seed: int) -> list[dict]:
+        folder = generate_split(tmp_path / f"seed{seed}", 512, 16, seed=seed)
+        files = sorted(folder.rglob("*.parquet"))
+        assert files, folder
+        return (
+            pd.read_parquet(files[0])
+            .head(8)[["id", "phase", "prompt", "answer"]]
+            .to_dict("records")
+        )
+
+    zero, again, one = first_rows(0), first_rows(0), first_rows(1)
+    assert zero == again
+    assert [r["prompt"] for r in zero] != [r["prompt"] for r in one]
+    assert [r["phase"] for r in zero] == [r["phase"] for r in one]
+
+
+def test_demo_and_sweep_refuse_bad_arguments_in_one_line(tmp_path, capsys):
+    from phasebench.cli import main
+
+    assert main(["demo", "--seed", "-1"]) == 2
+    assert "Traceback" not in capsys.readouterr().err
+    out = tmp_path / "sweep"
+    code = main(["reference", "sweep", "--strides", "3", "--no-train", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "--no-train" in err and "no committed weights" in err
+    assert not (out / "models").exists()
+
+
+def test_every_shipped_variant_trains_on_the_shared_recipe():
+    """One recipe for every committed model: the same settings as ``TrainSettings()``,
+    recorded in each folder's training.json (the exceptions, if any, are named in code)."""
+    import dataclasses
+    import json
+
+    from phasebench.reference import SHIPPED
+    from phasebench.reference.train import SETTINGS_OVERRIDES, settings_for
+
+    shared = dataclasses.asdict(TrainSettings())
+    for variant in SHIPPED:
+        recorded = json.loads((weights_dir() / variant / "training.json").read_text())
+        assert recorded["settings"] == dataclasses.asdict(settings_for(variant)), variant
+        if variant not in SETTINGS_OVERRIDES:
+            assert recorded["settings"] == shared, variant
+
+
+def test_stacked_profiles_are_byte_identical(tmp_path):
+    from phasebench.plots import plot_stacked_profiles
+
+    rows = [{"phase": r, "acc": 0.5 + 0.1 * (r % 4 == 0), "ci": [0.4, 0.7]} for r in range(24)]
+    entry = {"per_phase": rows, "acc": 0.525, "gap": 0.1, "p_value": 0.004,
+             "dominant_period": 4, "modulus": 24}  # fmt: skip
+    panels = [("control", entry | {"dominant_period": None}), ("stride 4", entry)]
+    first = plot_stacked_profiles(panels, tmp_path / "a", "sweep", strides=[1, 4])
+    second = plot_stacked_profiles(panels, tmp_path / "b", "sweep", strides=[1, 4])
+    assert [p.name for p in first] == ["sweep.png", "sweep.svg"]
+    assert [p.read_bytes() for p in first] == [p.read_bytes() for p in second]

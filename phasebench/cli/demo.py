@@ -23,6 +23,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     demo.add_argument(
         "--length", type=_args.positive_int, default=EVAL_LENGTH, help="kv prompt length"
     )
+    demo.add_argument(
+        "--seed",
+        type=_args.non_negative_int,
+        default=0,
+        help="seed of the evaluation split (the models never saw any evaluation seed)",
+    )
     demo.add_argument("--quiet", action="store_true", help="print only the results")
     demo.set_defaults(run=run)
 
@@ -36,10 +42,17 @@ def run(args: argparse.Namespace) -> int:
         print(line, flush=True)
 
     paths = run_demo(
-        Path(args.out), n_base=args.n_base, length=args.length, on_event=None if args.quiet else say
+        Path(args.out),
+        n_base=args.n_base,
+        length=args.length,
+        seed=args.seed,
+        on_event=None if args.quiet else say,
     )
     print()
-    print(f"phase sensitivity of the reference models (kv, {args.length} tokens, percent):")
+    print(
+        f"phase sensitivity of the reference models "
+        f"(kv, {args.length} tokens, seed {args.seed}, percent):"
+    )
     print(results_table(paths["report_data"]).to_string(index=False))
     print()
     print(f"report:  {paths['report']}  (phasebench report {paths['lm_eval']})")

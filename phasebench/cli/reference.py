@@ -11,7 +11,13 @@ from phasebench.cli import _args
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     from phasebench.cli import HelpFormatter
-    from phasebench.reference import DEMO_N_BASE, EVAL_LENGTH, VARIANTS
+    from phasebench.reference import (
+        DEMO_N_BASE,
+        EVAL_LENGTH,
+        SWEEP_N_BASE,
+        SWEEP_STRIDES,
+        VARIANTS,
+    )
 
     ref = sub.add_parser(
         "reference",
@@ -25,7 +31,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         formatter_class=HelpFormatter,
     )
     tr.add_argument(
-        "variant", nargs="+", choices=[*VARIANTS, "all"], help="which models ('all' for every one)"
+        "variant",
+        nargs="+",
+        choices=[*VARIANTS, "all"],
+        help="which models ('all': every committed one)",
     )
     tr.add_argument(
         "--steps",
@@ -56,17 +65,46 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--threads", type=_args.positive_int, default=1, help="torch threads")
     ev.set_defaults(run=_evaluate)
 
+    sw = actions.add_parser(
+        "sweep",
+        help="period against stride: one model per stride (W = 2S) and the control, via lm-eval",
+        formatter_class=HelpFormatter,
+    )
+    sw.add_argument("--out", default="phasebench-sweep", help="output folder")
+    sw.add_argument(
+        "--strides",
+        type=_args.positive_int,
+        nargs="+",
+        choices=SWEEP_STRIDES,
+        default=list(SWEEP_STRIDES),
+        metavar="S",
+        help=f"strides to run (of {', '.join(map(str, SWEEP_STRIDES))})",
+    )
+    sw.add_argument(
+        "--length", type=_args.positive_int, default=EVAL_LENGTH, help="kv prompt length"
+    )
+    sw.add_argument(
+        "--n-base", type=_args.positive_int, default=SWEEP_N_BASE, help="base items (x 24 phases)"
+    )
+    sw.add_argument("--seed", type=_args.non_negative_int, default=0, help="evaluation seed")
+    sw.add_argument(
+        "--no-train",
+        action="store_true",
+        help="refuse to train: stop at a stride without committed or already-trained weights",
+    )
+    sw.set_defaults(run=_sweep)
+
 
 def _train(args: argparse.Namespace) -> int:
     import dataclasses
 
     import torch
 
-    from phasebench.reference import VARIANTS, weights_dir
+    from phasebench.reference import SHIPPED, weights_dir
     from phasebench.reference.train import settings_for, train
 
     torch.set_num_threads(args.threads)
-    variants = list(VARIANTS) if "all" in args.variant else args.variant
+    variants = list(SHIPPED) if "all" in args.variant else args.variant
 
     def log(variant: str):
         def show(step: int, loss: float, seconds: float) -> None:
@@ -95,4 +133,26 @@ def _evaluate(args: argparse.Namespace) -> int:
     keep = ("acc", "worst_phase", "best_phase", "gap", "p_value", "dominant_period")
     shown = {"model": result["model"], "per_phase": result["per_phase"]}
     print(json.dumps(shown | {k: summary[k] for k in keep}, indent=1))
+    return 0
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    from phasebench.sweep import run_sweep, sweep_table
+
+    result = run_sweep(
+        Path(args.out),
+        n_base=args.n_base,
+        length=args.length,
+        strides=tuple(sorted(set(args.strides))),
+        seed=args.seed,
+        train_missing=not args.no_train,
+        on_event=lambda line: print(line, flush=True),
+    )
+    table = sweep_table(result["report_data"], result["variants"], result["length"])
+    print()
+    print(f"period against stride (kv, {args.length} tokens, modulus 24, percent):")
+    print(table.to_string(index=False))
+    print()
+    print(f"report:  {result['report']}")
+    print(f"figure:  {result['figure'][0]}")
     return 0

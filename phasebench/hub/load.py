@@ -3,16 +3,15 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from phasebench import build
-from phasebench.build import content_hash, read_manifest
-from phasebench.errors import HubError, TokenizerError
-from phasebench.hub.naming import INDEX, SPLIT, is_repo_id
-from phasebench.hub.repo import read_index
+from phasebench.build import MANIFEST, content_hash, read_manifest
+from phasebench.errors import HubError, SplitError, TokenizerError
+from phasebench.hub.naming import CARD, INDEX, SPLIT, is_repo_id
+from phasebench.hub.repo import MAX_INDEX_BYTES, parse_index, read_index
 
 if TYPE_CHECKING:
     import datasets
@@ -20,18 +19,7 @@ if TYPE_CHECKING:
     from phasebench.tokenization import PhaseTokenizer
 
 
-def _fetch_json(
-    source: str, filename: str, revision: str | None, endpoint: str | None = None
-) -> dict:
-    local = Path(source).expanduser()
-    if local.is_dir():
-        path = local / filename
-        if not path.is_file():
-            raise HubError(
-                f"{source!r} is not a phasebench dataset folder (no {filename}); "
-                f"build one with `phasebench publish`"
-            )
-        return json.loads(path.read_text(encoding="utf-8"))
+def _download(source: str, filename: str, revision: str | None, endpoint: str | None) -> Path:
     from huggingface_hub import hf_hub_download
     from huggingface_hub.errors import EntryNotFoundError, HfHubHTTPError
 
@@ -43,13 +31,34 @@ def _fetch_json(
         raise HubError(
             f"dataset {source!r} has no {filename}; it was not published by `phasebench publish`"
         ) from None
-    except (HfHubHTTPError, OSError) as exc:
+    except (HfHubHTTPError, OSError, ValueError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise HubError(
             f"cannot read {filename} of dataset {source!r} ({first[:200]}); give a local "
             f"folder or a Hub dataset id you can access"
         ) from None
-    return json.loads(Path(path).read_text(encoding="utf-8"))
+    return Path(path)
+
+
+def _index(source: str, revision: str | None, endpoint: str | None = None) -> dict:
+    """The checked ``phasebench.json`` of a local folder or a Hub dataset id."""
+    local = Path(source).expanduser()
+    if local.is_dir():
+        return read_index(local)
+    path = _download(source, INDEX, revision, endpoint)
+    if path.stat().st_size > MAX_INDEX_BYTES:
+        raise HubError(f"{INDEX} of dataset {source!r} is larger than {MAX_INDEX_BYTES} bytes")
+    return parse_index(path.read_bytes(), f"{INDEX} of dataset {source!r}")
+
+
+def _inside(root: Path, name: str) -> Path:
+    """``root / name`` for a config ``name`` the index listed (a plain name, checked by
+    :func:`parse_index`), refused when it is a symbolic link or resolves outside ``root``."""
+    folder = root / name
+    real_root = root.resolve()
+    if folder.is_symlink() or not folder.resolve().is_relative_to(real_root):
+        raise HubError(f"{str(folder)!r} leads outside the dataset folder {str(root)!r}")
+    return folder
 
 
 def select_configs(
@@ -76,7 +85,7 @@ def select_configs(
 
     if local.exists():
         if (local / INDEX).is_file():
-            folders = [local / c["name"] for c in read_index(local)["configs"]]
+            folders = [_inside(local, c["name"]) for c in read_index(local)["configs"]]
         else:
             folders = build.config_folders(local)
         selected = []
@@ -85,7 +94,7 @@ def select_configs(
             if wanted(spec["family"], spec["length"]):
                 selected.append(folder)
     elif is_repo_id(text):
-        index = _fetch_json(text, INDEX, revision, endpoint)
+        index = _index(text, revision, endpoint)
         chosen = [c["name"] for c in index["configs"] if wanted(c["family"], c["length"])]
         root = local
         if chosen:
@@ -121,6 +130,40 @@ def select_configs(
     return selected
 
 
+#: Largest data card read (``datasets`` parses its YAML header whole).
+MAX_CARD_BYTES = 16 * 1024 * 1024
+
+
+def _check_file_sizes(folder: Path, entry: dict) -> None:
+    """Every data file the index lists is a regular file of the size it gives, checked before
+    ``datasets`` opens anything (a swapped, grown or linked file is refused unread)."""
+    for f in entry["files"]:
+        path = folder / f["path"].partition("/")[2]
+        if path.is_symlink() or not path.is_file() or path.stat().st_size != f["size"]:
+            raise HubError(
+                f"{path}: missing or not the {f['size']}-byte file the index lists; "
+                f"republish the folder"
+            )
+
+
+def _load_dataset(path: str, config: str, **kwargs: Any) -> datasets.Dataset:
+    """``datasets.load_dataset`` of one config, its failures on a damaged folder (card YAML
+    that does not parse, files that do not match the card's features) as one line."""
+    import datasets
+    import yaml
+
+    try:
+        return datasets.load_dataset(path, config, split=SPLIT, **kwargs)
+    except (datasets.exceptions.DatasetsError, yaml.YAMLError, ValueError, KeyError,
+            TypeError, OSError) as exc:  # fmt: skip
+        cause = exc.__cause__ or exc.__context__ or exc
+        first = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
+        raise HubError(
+            f"{path!r} config {config!r} does not load with datasets ({type(exc).__name__}: "
+            f"{first[:160]}); republish it with `phasebench publish`"
+        ) from None
+
+
 def load_split(
     source: str | Path,
     config: str,
@@ -139,31 +182,38 @@ def load_split(
     :func:`~phasebench.tokenization.load_tokenizer`), a split built for another tokenizer is
     refused (:func:`phasebench.verification.check_fingerprint`).
     """
-    import datasets
-
     from phasebench.verification import check_fingerprint
 
     source = str(source)
-    index = _fetch_json(source, INDEX, revision)
+    index = _index(source, revision)
     names = [c["name"] for c in index["configs"]]
     if config not in names:
         raise HubError(
-            f"{source!r} has no config {config!r}; available: {', '.join(names)} "
-            f"(e.g. load_split({source!r}, {names[0]!r}))"
+            f"{source!r} has no config {ascii(config)[:80]}; available: {', '.join(names)}"
+            + (f" (e.g. load_split({source!r}, {names[0]!r}))" if names else "")
         )
-    entry = next(c for c in index["configs"] if c["name"] == config)
-    manifest = _fetch_json(source, entry["manifest"], revision)
+    local = Path(source).expanduser()
+    if local.is_dir():
+        folder = _inside(local, config)
+        _check_file_sizes(folder, next(c for c in index["configs"] if c["name"] == config))
+        card = local / CARD
+        if card.is_file() and card.stat().st_size > MAX_CARD_BYTES:
+            raise HubError(f"{card} is larger than {MAX_CARD_BYTES} bytes; not a data card")
+    else:
+        folder = _download(source, f"{config}/{MANIFEST}", revision, None).parent
+    try:
+        manifest = read_manifest(folder)
+    except SplitError as exc:
+        raise HubError(f"{source!r} config {config!r}: {exc}") from None
     if tokenizer is not None:
         if isinstance(tokenizer, str):
             from phasebench.tokenization import load_tokenizer
 
             tokenizer = load_tokenizer(tokenizer, tokenizer_args)
         check_fingerprint(manifest, tokenizer)
-    local = Path(source).expanduser()
-    ds = datasets.load_dataset(
+    ds = _load_dataset(
         str(local) if local.is_dir() else source,
         config,
-        split=SPLIT,
         revision=None if local.is_dir() else revision,
         cache_dir=cache_dir,
     )

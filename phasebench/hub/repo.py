@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from phasebench._version import __version__
 from phasebench.atomic import check_writable_dir, staged_folder
 from phasebench.build import HASH_KEY, MANIFEST, content_hash, read_manifest
 from phasebench.errors import HubError
+from phasebench.hub.benchmark import EVAL_FILE, render_eval_yaml
 from phasebench.hub.card import render_card
 from phasebench.hub.naming import (
     CARD,
@@ -216,25 +218,90 @@ def build_repo(
             ),
             encoding="utf-8",
         )
+        (tmp / EVAL_FILE).write_text(render_eval_yaml(index), encoding="utf-8")
         validate_repo(tmp, deep=False)
     return out
 
 
+#: Largest ``phasebench.json`` read (a folder of thousands of configs stays far below it).
+MAX_INDEX_BYTES = 16 * 1024 * 1024
+#: A Hub config name (``^\w+(\.\w+)*$``, ASCII): never a path, never ``..``.
+CONFIG_NAME = re.compile(r"^\w+(\.\w+)*$", re.ASCII)
+
+
 def read_index(repo_dir: Path | str) -> dict:
-    """The folder's ``phasebench.json``, or a clear error if it has none (or a broken one)."""
+    """The folder's ``phasebench.json``, read with a size bound and checked for shape
+    (:func:`parse_index`), or a clear one-line :class:`HubError`."""
     path = Path(repo_dir) / INDEX
     if not path.is_file():
         raise HubError(
             f"{str(repo_dir)!r} is not a phasebench dataset folder (no {INDEX}); "
             f"build one with `phasebench publish`"
         )
+    if path.stat().st_size > MAX_INDEX_BYTES:
+        raise HubError(f"{path} is larger than {MAX_INDEX_BYTES} bytes; not a phasebench index")
+    return parse_index(path.read_bytes(), str(path))
+
+
+def parse_index(data: bytes, where: str) -> dict:
+    """``phasebench.json`` from its bytes, checked so that nothing read from it can name a
+    path outside its folder: every config has a Hub config name, its manifest is
+    ``NAME/manifest.json`` and its data files are plain parquet names inside ``NAME/``.
+    Raises :class:`HubError` (one line, naming ``where``) otherwise."""
+    if len(data) > MAX_INDEX_BYTES:
+        raise HubError(f"{where} is larger than {MAX_INDEX_BYTES} bytes; not a phasebench index")
     try:
-        index = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise HubError(f"{path} is not valid JSON ({exc}); rebuild the folder") from None
+        index = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise HubError(
+            f"{where} is not valid JSON ({type(exc).__name__}); rebuild the folder"
+        ) from None
     if not isinstance(index, dict) or not isinstance(index.get("configs"), list):
-        raise HubError(f"{path} lists no configs; rebuild the folder")
+        raise HubError(f"{where} lists no configs; rebuild the folder")
+    if problem := _index_problem(index):
+        raise HubError(f"{where}: {problem}; rebuild the folder with `phasebench publish`")
     return index
+
+
+def _count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _index_problem(index: dict) -> str | None:
+    names: set[str] = set()
+    for i, c in enumerate(index["configs"]):
+        if not isinstance(c, dict):
+            return f"configs[{i}] is not a mapping"
+        name = c.get("name")
+        if not isinstance(name, str) or not CONFIG_NAME.match(name):
+            return f"configs[{i}].name {ascii(name)[:80]} is not a config name (letters, digits, _)"
+        if name in names:
+            return f"config {name} is listed twice"
+        names.add(name)
+        if c.get("family") not in FAMILIES or not _count(c.get("length")):
+            return f"config {name} needs a family ({', '.join(FAMILIES)}) and a length"
+        if c.get("manifest") != f"{name}/{MANIFEST}":
+            return (
+                f"config {name}: manifest {ascii(c.get('manifest'))[:80]} is not {name}/{MANIFEST}"
+            )
+        files = c.get("files")
+        if not isinstance(files, list) or not files:
+            return f"config {name} lists no data file"
+        for f in files:
+            path = f.get("path") if isinstance(f, dict) else None
+            folder, _, file = path.partition("/") if isinstance(path, str) else ("", "", "")
+            if folder != name or not build.DATA_FILE.match(file):
+                return (
+                    f"config {name}: data file {ascii(path)[:80]} is not a parquet file in {name}/"
+                )
+            if not _count(f.get("rows")) or not _count(f.get("size")):
+                return f"config {name}: data file {file} needs rows and size"
+        if not _count(c.get("rows")):
+            return f"config {name} needs rows"
+    default = index.get("default_config")
+    if default is not None and default not in names:
+        return f"default_config {ascii(default)[:80]} is not one of the configs"
+    return None
 
 
 def folder_files(repo: Path) -> list[str]:
@@ -260,7 +327,7 @@ def repo_problems(repo_dir: Path | str, *, deep: bool = True) -> list[str]:
     problems: list[str] = []
     manifests: dict[str, dict] = {}
     schemas: dict[str, pa.Schema] = {}
-    expected_files = {INDEX, CARD}
+    expected_files = {INDEX, CARD, EVAL_FILE}
     for c in index["configs"]:
         name = c["name"]
         mpath = repo / c["manifest"]
@@ -324,6 +391,11 @@ def repo_problems(repo_dir: Path | str, *, deep: bool = True) -> list[str]:
         index, manifests, schemas
     ):
         problems.append(f"{CARD}: differs from the card rendered from the manifests")
+    eval_path = repo / EVAL_FILE
+    if not eval_path.is_file():
+        problems.append(f"{EVAL_FILE}: missing (the Hub reads it to list the benchmark's tasks)")
+    elif eval_path.read_text(encoding="utf-8") != render_eval_yaml(index):
+        problems.append(f"{EVAL_FILE}: differs from the one written from the index")
     return problems
 
 

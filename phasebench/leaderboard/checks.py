@@ -10,10 +10,11 @@ from typing import Any
 
 import pandas as pd
 
-from phasebench.errors import PhasebenchError
+from phasebench.errors import MachineError, PhasebenchError
 from phasebench.leaderboard.collect import RawSubmission, Refused
 from phasebench.leaderboard.regenerate import Regenerator
 from phasebench.lmeval.compat import DEFAULT_MAX_GEN_TOKS, doc_hash, hash_string
+from phasebench.lmeval.data import relabel
 from phasebench.rows import config_length, paired_unit
 from phasebench.tokenizer_behaviour import provenance_difference
 
@@ -62,9 +63,8 @@ def _check_limit(task: str, path: Path, results: dict, n_logged: int) -> None:
         raise Refused("count", path, f"{task}: {n_logged} samples logged, results say {effective}")
 
 
-#: Fields lm-eval's chat-template path recounts in the templated sequence (phasebench.lmeval
-#: ``relabel``); checked through ``split_phase``/``anchor_offset`` instead.
-_RELABELLED = ("phase", "anchor_index")
+#: The fields phasebench.lmeval's ``relabel`` adds to a row of a chat-template run.
+_RELABEL_FIELDS = ("split_phase", "anchor_offset")
 _INT_FIELDS = ("base_id", "phase", "phase_modulus", "length")
 
 
@@ -215,10 +215,13 @@ def check_task(
         spec = _spec_for([docs[i] for i in indices], length, results, task, raw.meta, path)
         try:
             expected = regen.rows(spec, tok)
+        except MachineError:  # the machine's failure, not the submission's
+            raise
         except PhasebenchError as exc:
             raise Refused(
                 "count", path, f"{task} length {length}: the samples name no complete split ({exc})"
             ) from None
+        offset = context.derive_offset(expected.values())
         seen: set[str] = set()
         for i in indices:
             row = expected.get(docs[i]["id"])
@@ -229,7 +232,7 @@ def check_task(
             if docs[i]["id"] in seen:
                 raise Refused("count", path, f"sample {i + 1}: {docs[i]['id']} appears twice")
             seen.add(docs[i]["id"])
-            metrics, full = context.check_sample(i + 1, records[i], docs[i], row)
+            metrics, full = context.check_sample(i + 1, records[i], docs[i], row, offset)
             scored.append(metrics)
             rows_out.append(
                 {
@@ -287,17 +290,40 @@ class _TaskContext:
         )
         self.longest = 0
 
+    def derive_offset(self, rows: Iterable[Mapping[str, Any]]) -> int:
+        """The chat-template relabelling offset of one config, derived here and never read from
+        the samples: 0 without a template; with one, the tokens the tokenizer's own template
+        adds before the prompt, measured as ``phasebench eval`` measures it (on the first and
+        last row, which must agree)."""
+        if not self.chat:
+            return 0
+        from phasebench.lmeval.data import chat_offset
+
+        rows = list(rows)
+        try:
+            offsets = {chat_offset(self.tok, row) for row in (rows[0], rows[-1])}
+        except PhasebenchError as exc:
+            raise Refused("tokenizer", self.path, f"chat template: {exc}") from None
+        if len(offsets) != 1:
+            raise Refused(
+                "tokenizer",
+                self.path,
+                f"the chat template shifts prompts by different amounts ({sorted(offsets)})",
+            )
+        return offsets.pop()
+
     def check_sample(
-        self, number: int, rec: dict, doc: dict, row: Mapping[str, Any]
+        self, number: int, rec: dict, doc: dict, row: Mapping[str, Any], offset: int
     ) -> tuple[dict[str, Any], dict]:
-        """The rules for one sample against its regenerated row; returns its re-scored metrics
-        and its doc with packed fields restored."""
+        """The rules for one sample against its regenerated row, relabelled by the ``offset``
+        the validator derived; returns its re-scored metrics and its doc with packed fields
+        restored."""
         path = self.path
         try:
             full = _restore_doc(doc, rec, row)
         except KeyError as exc:
             raise Refused("hash", path, f"sample {number}: cannot restore field {exc}") from None
-        self._check_doc(number, rec, full, row)
+        self._check_doc(number, rec, full, relabel(row, offset) if self.chat else row)
         context = expected_context(full, self.config, self.tok, self.chat)
         if hash_string(context) != rec["prompt_hash"]:
             raise Refused(
@@ -313,16 +339,32 @@ class _TaskContext:
         return metrics, full
 
     def _check_doc(self, number: int, rec: dict, full: dict, row: Mapping[str, Any]) -> None:
+        """``row`` is the regenerated row as the run must have logged it (relabelled for a chat
+        template by the derived offset): every field it has must be logged unchanged, and the
+        relabelling fields appear exactly when the submission declares a chat template."""
         path = self.path
+        for name in _RELABEL_FIELDS:
+            if name in full and name not in row:
+                raise Refused(
+                    "hash",
+                    path,
+                    f"sample {number}: doc.{name} relabels phases, but the submission declares "
+                    f"no chat template (chat_template: false); phases are never taken from "
+                    f"the samples",
+                )
+            if name in row and name not in full:
+                raise Refused(
+                    "hash",
+                    path,
+                    f"sample {number}: doc.{name} missing; a chat template run relabels its "
+                    f"phases (phasebench eval --apply_chat_template)",
+                )
+        how = " relabelled by its chat template" if self.chat else ""
         for name, value in row.items():
-            if name in _RELABELLED and "split_phase" in full:
-                continue
             if name != "tokenizer" and name in full and full[name] != value:
-                raise Refused("hash", path, f"sample {number}: doc.{name} differs from the split")
-        if "split_phase" in full and not _relabel_consistent(full, row):
-            raise Refused(
-                "hash", path, f"sample {number}: chat-template phase relabelling inconsistent"
-            )
+                raise Refused(
+                    "hash", path, f"sample {number}: doc.{name} differs from the split{how}"
+                )
         if doc_hash(full) != rec["doc_hash"]:
             raise Refused("hash", path, f"sample {number}: doc_hash does not match the split")
         target = str(rec.get("target"))
@@ -351,17 +393,6 @@ class _TaskContext:
                     f"sample {number}: {name} is {logged}, the responses give {value}",
                 )
         return metrics
-
-
-def _relabel_consistent(doc: Mapping[str, Any], row: Mapping[str, Any]) -> bool:
-    offset = doc.get("anchor_offset")
-    if isinstance(offset, bool) or not isinstance(offset, int):
-        return False
-    return (
-        doc["split_phase"] == row["phase"]
-        and doc["anchor_index"] == row["anchor_index"] + offset
-        and doc["phase"] == doc["anchor_index"] % row["phase_modulus"]
-    )
 
 
 def _gold_index(row: Mapping[str, Any]) -> int | None:

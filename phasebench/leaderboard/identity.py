@@ -12,7 +12,12 @@ validator has no git history, so "first" is decided, in this order, by (:func:`a
 1. being on the earlier board (``leaderboard build`` reads the site it replaces, or
    ``--previous``): a published entry is never displaced by a new copy;
 2. the run's recorded date (lm-eval's ``date`` in the results file), earlier first;
-3. the folder name, case-folded, then as written (an arbitrary but fixed order for exact ties).
+3. nothing else: a **tie** (neither on the earlier board, the same recorded date, or none) is
+   refused on both sides (rule ``duplicate``, each naming the other). A copy of a results file
+   carries the original's date, and every other tie-break (folder name order, letter case, which
+   id "looks canonical") is something the copier chooses, so no order could be one a copier
+   cannot win; refusing both means a copy can at most hold an unpublished entry back until a
+   maintainer removes the copy's folder, never take its place.
 
 Dates are submitted data: a copy could be backdated, which only wins against entries that are
 not yet on a published board. The review of the pull request that adds a submission is the
@@ -68,17 +73,21 @@ def identity_key(sub: Any) -> tuple:
 
 
 def arrival(sub: Any, incumbents: Collection[str] = ()) -> tuple:
-    """Sort key of "who was there first" (see the module docstring)."""
+    """Sort key of "who was there first" (see the module docstring); entries with equal keys
+    tie. The folder name comes last only to make the order of the report fixed: it never
+    decides who is first."""
+    return (*_precedence(sub, incumbents), _fold(sub.name), sub.name)
+
+
+def _precedence(sub: Any, incumbents: Collection[str]) -> tuple:
     recorded = sub.recorded if sub.recorded is not None else float("inf")
-    return (sub.name not in incumbents, recorded, _fold(sub.name), sub.name)
+    return (sub.name not in incumbents, recorded)
 
 
-def _why_first(first: Any, later: Any, incumbents: Collection[str]) -> str:
+def _why_first(first: Any, incumbents: Collection[str]) -> str:
     if first.name in incumbents:
         return "it is on the earlier board"
-    if first.recorded is not None and (later.recorded is None or first.recorded < later.recorded):
-        return "its run is older"
-    return "same run date: folder name order"
+    return "its run is older"
 
 
 def _supersede_problem(new: Any, old: Any) -> str | None:
@@ -99,23 +108,39 @@ def drop_superseded_and_duplicates(
     """Split accepted submissions into those kept, ``(superseded, by)`` pairs and refusals
     (rules ``duplicate`` and ``supersedes``), all in name order."""
     order = sorted(accepted, key=lambda s: arrival(s, incumbents))
-    first: dict[tuple, Any] = {}
+    groups: dict[tuple, list[Any]] = {}
+    for sub in order:
+        groups.setdefault(identity_key(sub), []).append(sub)
+    same = "the same model, revision, variant, precision, chat template and task versions as"
     kept: list[Any] = []
     refused: list[tuple[str, list[Problem]]] = []
-    for sub in order:
-        key = identity_key(sub)
-        if key in first:
-            holder = first[key]
-            message = (
-                f"the same model, revision, variant, precision, chat template and task versions as "
-                f"{holder.name}, which keeps its place ({_why_first(holder, sub, incumbents)})"
-            )
-            refused.append(
-                (sub.name, [Problem("duplicate", f"{sub.name}/submission.yaml", message)])
-            )
+
+    def refuse(sub: Any, message: str) -> None:
+        refused.append((sub.name, [Problem("duplicate", f"{sub.name}/submission.yaml", message)]))
+
+    for group in groups.values():
+        head = _precedence(group[0], incumbents)
+        tied = [s for s in group if _precedence(s, incumbents) == head]
+        if len(tied) > 1:
+            for sub in group:
+                others = ", ".join(o.name for o in tied if o is not sub)
+                refuse(
+                    sub,
+                    f"{same} {others}"
+                    + (
+                        ", and neither came first (not on an earlier board, the same run date): "
+                        "a tie is never broken by folder name, so neither is published until "
+                        "the maintainers remove the copy"
+                        if sub in tied
+                        else ", which tie for first place"
+                    ),
+                )
             continue
-        first[key] = sub
-        kept.append(sub)
+        holder, *later = group
+        kept.append(holder)
+        for sub in later:
+            refuse(sub, f"{same} {holder.name}, which keeps its place "
+                        f"({_why_first(holder, incumbents)})")  # fmt: skip
 
     superseded: list[tuple[str, str]] = []
     retired: set[str] = set()

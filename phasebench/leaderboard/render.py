@@ -191,6 +191,11 @@ def _slug(board: str) -> str:
     return "".join(c if c.isalnum() else "-" for c in board).strip("-")
 
 
+def board_page(board: str) -> str:
+    """The page of one board (``phasebench_kv@4096`` -> ``boards/phasebench-kv-4096.html``)."""
+    return f"boards/{_slug(board)}.html"
+
+
 def render_site(board: Mapping[str, Any], out: Path) -> list[Path]:
     """Write index.html, one page per model, rejections.html, plots/*.svg and the assets."""
     out = Path(out)

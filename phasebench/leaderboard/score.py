@@ -92,6 +92,16 @@ def summarize_board(frame: pd.DataFrame) -> dict[str, Any]:
     return out
 
 
+def board_summaries(sub: Submission) -> dict[str, Any]:
+    """:func:`summarize_board` of each of a submission's boards, keyed ``task@length``: what a
+    validating process computes beside its answer, so that boards are scored in parallel and a
+    rebuild reuses them (:class:`~phasebench.leaderboard.validate.Submission` ``summaries``)."""
+    return {
+        f"{task}@{int(length)}": summarize_board(frame)
+        for (task, length), frame in sub.samples.groupby(["task", "length"], sort=True)
+    }
+
+
 def _rank(rows: Sequence[dict], ci_key: str) -> list[int]:
     """1 + number of rows whose lower bound is above this row's upper bound."""
     ranks = []
@@ -127,7 +137,9 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
         }
         for (task, length), frame in sub.samples.groupby(["task", "length"], sort=True):
             modulus = int(frame["modulus"].iloc[0])
-            summary = summarize_board(frame)
+            summary = (sub.summaries or {}).get(f"{task}@{int(length)}")
+            if summary is None:  # not computed by the validating process
+                summary = summarize_board(frame)
             detail["boards"].append({"task": task, "length": int(length), "summary": summary})
             rows.append(
                 {

@@ -6,17 +6,59 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["DEMO_N_BASE", "EVAL_LENGTH", "VARIANTS", "weights_dir"]
+__all__ = [
+    "CONTROL",
+    "DEMO_N_BASE",
+    "EVAL_LENGTH",
+    "SHIPPED",
+    "SWEEP_MODULUS",
+    "SWEEP_N_BASE",
+    "SWEEP_STRIDES",
+    "VARIANTS",
+    "sweep_variant",
+    "weights_dir",
+]
 
 #: Variant name -> attention settings. Names say what the model does to distant context. Kept
-#: here, away from torch, so the command line can list them at once.
+#: here, away from torch, so the command line can list them at once. Every variant trains on the
+#: one shared recipe (``phasebench.reference.train.TrainSettings``).
 VARIANTS: dict[str, dict] = {
+    # the matched negative control: the compressed models' own code at window 1, stride 1
+    # (every token its own entry, no pooling: no period by construction), everything else as
+    # theirs (raw local window with RoPE, entries without rotary phase, same recipe and steps)
+    "mean-w1s1": {"attention": "mean", "window": 1, "stride": 1},
     "full": {"attention": "full"},
     "gate-w8s4": {"attention": "gate", "window": 8, "stride": 4},
     "mean-w8s4": {"attention": "mean", "window": 8, "stride": 4},
     "gate-w8s2": {"attention": "gate", "window": 8, "stride": 2},
     "mean-w8s2": {"attention": "mean", "window": 8, "stride": 2},
+    # the stride sweep: mean pooling, window W = 2S (mean-w8s4 is its S = 4 point)
+    "mean-w4s2": {"attention": "mean", "window": 4, "stride": 2},
+    "mean-w6s3": {"attention": "mean", "window": 6, "stride": 3},
+    "mean-w12s6": {"attention": "mean", "window": 12, "stride": 6},
+    "mean-w16s8": {"attention": "mean", "window": 16, "stride": 8},
 }
+
+#: The matched negative control of the demo and the sweep.
+CONTROL = "mean-w1s1"
+
+#: Strides of ``phasebench reference sweep`` (window ``2 * S`` each) and the phase modulus its
+#: split uses: every stride divides it, so a stride-``S`` effect can show as period ``S``.
+SWEEP_STRIDES = (2, 3, 4, 6, 8)
+SWEEP_MODULUS = 24
+#: Base items of the sweep's split, each at all 24 phases (the kv family asks for a multiple of
+#: the modulus, at least twice it): 1,152 prompts per model.
+SWEEP_N_BASE = 48
+
+
+def sweep_variant(stride: int) -> str:
+    """The sweep's model for ``stride``: mean pooling over windows of ``2 * stride`` tokens."""
+    return f"mean-w{2 * stride}s{stride}"
+
+
+#: Variants whose weights are committed under :func:`weights_dir` (``phasebench reference
+#: sweep`` trains the others into its output folder on the same recipe).
+SHIPPED = ("full", "gate-w8s4", "mean-w8s4", "gate-w8s2", "mean-w8s2")
 
 #: Context length (tokens) of the ``kv`` split the reference models are checked on (``phasebench
 #: demo``, ``phasebench reference evaluate``): about 120 records per prompt, enough distractors

@@ -27,6 +27,8 @@ from phasebench.tokenization import load_tokenizer
 
 @dataclass(frozen=True)
 class TrainSettings:
+    """The shared recipe: every reference variant trains with these settings."""
+
     steps: int = 6000
     batch_size: int = 8
     length: int = 128
@@ -49,7 +51,12 @@ SETTINGS_OVERRIDES: dict[str, dict] = {
 
 
 def settings_for(variant: str, seed: int = 0) -> TrainSettings:
-    """The settings ``phasebench reference train VARIANT`` uses (those of the committed weights)."""
+    """The settings ``phasebench reference train VARIANT`` uses (those of the committed weights):
+    the shared recipe, except for the variants of :data:`SETTINGS_OVERRIDES`."""
+    if variant not in VARIANTS:
+        raise PhasebenchError(
+            f"unknown reference variant {variant!r}; expected one of {', '.join(VARIANTS)}"
+        )
     return replace(TrainSettings(seed=seed), **SETTINGS_OVERRIDES.get(variant, {}))
 
 

@@ -132,6 +132,41 @@ def _replace_samples(folder: Path, gz: bool) -> Path:
     return folder / name
 
 
+def _rewrite_samples(folder: Path, edit) -> None:
+    """Apply ``edit(record)`` to every logged sample, then recompute its ``doc_hash`` and the
+    results' ``task_hashes`` with lm-eval's own hashing, as a careful forger would."""
+    from lm_eval.utils import handle_non_serializable, hash_string
+
+    path = _samples(folder)
+    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    for rec in records:
+        edit(rec)
+        rec["doc_hash"] = hash_string(
+            json.dumps(rec["doc"], indent=2, default=handle_non_serializable, ensure_ascii=False)
+        )
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+    joined = "".join(r["doc_hash"] + r["prompt_hash"] + r["target_hash"] for r in records)
+    _edit_results(folder, lambda d: d["task_hashes"].update({TASK: hash_string(joined)}))
+
+
+def forge_relabelling(folder: Path) -> None:
+    """Give every sample the chat-template relabelling fields (``split_phase``,
+    ``anchor_offset``) with an offset chosen per sample, so that phases 2 and 3 swap within
+    every base item while ``submission.yaml`` says ``chat_template: false``: each field agrees
+    with the others, every hash is recomputed, the responses are unchanged, and only the
+    per-phase figures move."""
+
+    def edit(rec: dict) -> None:
+        doc = rec["doc"]
+        modulus, phase = doc["phase_modulus"], doc["phase"]
+        forged = {2: 3, 3: 2}.get(phase, phase)
+        offset = (forged - phase) % modulus
+        doc.update(split_phase=phase, anchor_offset=offset, phase=forged,
+                   anchor_index=doc["anchor_index"] + offset)  # fmt: skip
+
+    _rewrite_samples(folder, edit)
+
+
 def sha256_file(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
