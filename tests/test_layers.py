@@ -26,7 +26,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("lmeval", ("phasebench.lmeval",)),
     ("leaderboard", ("phasebench.leaderboard",)),
     ("reference", ("phasebench.reference",)),
-    ("apps", ("phasebench.demo", "phasebench.sweep", "phasebench.kvpress")),
+    ("apps", ("phasebench.demo", "phasebench.sweep", "phasebench.kvpress", "phasebench.probe")),
     ("cli", ("phasebench.cli", "phasebench.__main__")),
 ]  # fmt: skip
 
