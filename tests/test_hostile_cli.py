@@ -329,3 +329,28 @@ def test_manifest_and_results_readers_answer_data_or_one_refusal(tmp_path_factor
             reader(path)
         except PhasebenchError as exc:
             assert "\n" not in str(exc)
+
+
+# -- 4 (second round). memory estimated up front ---------------------------------------------------
+
+
+def _address_space(limit: int):
+    def apply() -> None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    return apply
+
+
+def test_a_spec_beyond_the_memory_it_may_use_is_refused_with_the_estimate(tmp_path):
+    """4M tokens with 8 prompts is within the token budget but needs about 6.5 GiB (measured
+    1.1-1.4 KiB per token): under a 4 GiB address-space cap it is refused at once, naming both
+    figures, instead of dying in an allocation."""
+    start = time.monotonic()
+    proc = cli("generate", "kv", "--length", "4194304", "--n-base", "4", "--modulus", "2",
+               "--out", str(tmp_path / "out"), "--quiet", timeout=60,
+               preexec_fn=_address_space(4 << 30))  # fmt: skip
+    assert time.monotonic() - start < 60
+    assert_one_line(proc.returncode, proc.stderr, "GiB", "memory", "ulimit")
+    assert not (tmp_path / "out").exists()
