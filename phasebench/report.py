@@ -26,7 +26,7 @@ from typing import Any
 from phasebench._version import __version__
 from phasebench.atomic import atomic_write_text
 from phasebench.errors import SamplesError
-from phasebench.rows import config_length
+from phasebench.rows import config_length, row_problem
 from phasebench.samples import (
     RESULTS_NAME,
     SAMPLES_NAME,
@@ -157,11 +157,23 @@ def _unique_names(runs: list[Run]) -> None:
             seen[run.name] = 1
 
 
+#: Largest phasebench report JSON read back.
+MAX_REPORT_BYTES = 64 * 1024 * 1024
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number a report holds")
+
+
 def _read_report_json(path: Path) -> dict[str, Any]:
+    """A report written by :func:`write_json`, read with a size bound, no NaN or infinity and
+    no nesting deeper than the parser allows; a :class:`SamplesError` line otherwise."""
+    if path.stat().st_size > MAX_REPORT_BYTES:
+        raise SamplesError(f"{path} is larger than {MAX_REPORT_BYTES} bytes; not a report")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise SamplesError(f"{path} is not JSON ({exc})") from None
+        data = json.loads(path.read_bytes().decode("utf-8"), parse_constant=_no_constant)
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise SamplesError(f"{path} is not JSON ({type(exc).__name__}: {str(exc)[:120]})") from None
     if not isinstance(data, dict) or data.get("format") != REPORT_FORMAT:
         raise SamplesError(
             f"{path} is neither an lm-eval results_<date>.json nor a phasebench report "
@@ -226,6 +238,8 @@ def _group(task: str, samples: list[dict[str, Any]]) -> dict[tuple[str, int], li
         missing = [k for k in DOC_FIELDS if k not in doc]
         if missing:
             raise SamplesError(f"{where}: doc has no {', '.join(missing)}")
+        if problem := row_problem(doc):  # phase 1.5 or true is refused, never read as 1
+            raise SamplesError(f"{where}: doc.{problem}")
         label = task if len(filters) == 1 else f"{task}/{s.get('filter', 'none')}"
         acc = _number(s.get("acc"), f"{where}: acc")
         margin = None if doc["family"] != "code" else _number(s.get("margin"), f"{where}: margin")

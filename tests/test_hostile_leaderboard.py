@@ -22,6 +22,7 @@ from support.hostile import (
     HUB_REVISION,
     LATER,
     REVISION_B,
+    _rewrite_samples,
     billion_laughs,
     build_corpus,
     evil_tokenizer,
@@ -406,3 +407,22 @@ def test_the_hostile_corpus_builds_and_lists_every_refusal(
     assert len(report["accepted"]) == sum(rule is None for rule in expected.values())
     assert len(refused) == sum(r not in (None, "superseded") for r in expected.values())
     assert {r["evidence"] for r in board["rows"]} == {"recomputed"}
+
+
+def test_a_claimed_spec_beyond_the_boards_is_refused_without_regenerating(
+    tmp_path, submission_rows, regen_cache
+):
+    """A submission naming kv at 4,194,304 tokens (within the spec's token budget) is refused
+    by its length before anything is regenerated."""
+    subs = tmp_path / "subs"
+    folder = make_submission(subs, submission_rows, model="acme/huge")
+    _rewrite_samples(folder, lambda rec: rec["doc"].update(length=4_194_304))
+    path = next(folder.glob("results_*.json"))
+    results = json.loads(path.read_text())
+    results["configs"][TASK]["metadata"]["max_seq_lengths"] = [4_194_304]
+    path.write_text(json.dumps(results))
+    cache = tmp_path / "regen"
+    outcome = validate_all(subs, tasks=TASKS, cache=cache)
+    ((_, (problem,)),) = outcome.refused
+    assert problem.rule == "hash" and "boards accept" in problem.message, problem
+    assert not any(cache.rglob("*.parquet"))

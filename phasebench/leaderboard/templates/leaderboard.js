@@ -67,13 +67,17 @@
     headers[index].setAttribute("aria-sort", descending ? "descending" : "ascending");
   }
 
+  var shownRank = "worst";
   function setRankMode() {
-    rows.forEach(function (row) {
-      var cell = row.cells[0];
-      var v = cell.getAttribute("data-" + state.rank);
-      cell.setAttribute("data-v", v);
-      cell.textContent = v ? v : "\u2014";
-    });
+    if (shownRank !== state.rank) {  // rewrite the rank cells only when the mode changes
+      shownRank = state.rank;
+      rows.forEach(function (row) {
+        var cell = row.cells[0];
+        var v = cell.getAttribute("data-" + state.rank);
+        cell.setAttribute("data-v", v);
+        cell.textContent = v ? v : "\u2014";
+      });
+    }
     rankRadios.forEach(function (r) { r.checked = r.value === state.rank; });
     var ranked = "ranked by " + RANKED[state.rank];
     title.querySelector(".ranked-by").textContent = ranked;
@@ -81,21 +85,28 @@
     document.title = title.getAttribute("data-board") + ", " + ranked + " \u00b7 phasebench leaderboard";
   }
 
+  var texts = {};
+  function rowText(row) {
+    var key = row.getAttribute("data-order");
+    if (!(key in texts)) { texts[key] = row.textContent.toLowerCase(); }
+    return texts[key];
+  }
+
   function applyFilters() {
     var text = state.q.toLowerCase(), matching = 0, shown = 0, labelled = 0;
     rows.forEach(function (row) {
       var ok = (!state.kv || row.cells[kvIndex].getAttribute("data-v") === state.kv) &&
-        (!text || row.textContent.toLowerCase().indexOf(text) !== -1);
+        (!text || rowText(row).indexOf(text) !== -1);
       if (ok) { matching += 1; }
       var visible = ok && (state.all || matching <= top);
-      row.hidden = !visible;
+      if (row.hidden === visible) { row.hidden = !visible; }  // touch the DOM only on a change
       if (visible) { shown += 1; }
       var point = points[row.getAttribute("data-order")];
       if (point) {
-        point.classList.toggle("off", !visible);
         var lead = visible && labelled < 3;
         if (lead) { labelled += 1; }
-        point.classList.toggle("hl", lead);
+        if (point.classList.contains("off") === visible) { point.classList.toggle("off", !visible); }
+        if (point.classList.contains("hl") !== lead) { point.classList.toggle("hl", lead); }
       }
     });
     count.textContent = shown + " of " + rows.length + " entries shown" +
