@@ -8,6 +8,7 @@ import pandas as pd
 
 from phasebench.build import iter_rows, read_manifest
 from phasebench.errors import SplitError
+from phasebench.rows import row_problem
 
 BOLD, RESET = "\033[1;7m", "\033[0m"
 
@@ -62,6 +63,11 @@ def inspect_config(folder: Path | str, row_index: int = 0, color: bool = True) -
     row = next((r for i, r in enumerate(iter_rows(folder, check=True)) if i == row_index), None)
     if row is None:
         raise SplitError(f"{str(folder)!r} holds fewer rows than its manifest's {n}")
+    if problem := row_problem(row):
+        raise SplitError(
+            f"{str(folder)!r} row {row_index} ({ascii(row.get('id'))[:80]}): {problem}; "
+            f"regenerate the config"
+        )
     try:
         return _describe(manifest, row, color)
     except (KeyError, TypeError, ValueError, IndexError) as exc:

@@ -355,3 +355,19 @@ def test_eval_with_a_hostile_dataset_path_is_one_line(repo, capsys, case):
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and err and "phasebench.json" in err[-1], err
     assert not any("Traceback" in line for line in err)
+
+
+# -- 5 (second round). null fields, hashes recomputed --------------------------------------------
+
+
+@pytest.mark.parametrize("field", ["prompt", "anchor_index", "depth", "answer", "phase"])
+def test_null_fields_are_named_by_verify_and_inspect(config, capsys, field):
+    rows = list(iter_rows(config))
+    rows[0][field] = None
+    _recompute_hashes(config, rows)
+    code, out, _ = _verify(capsys, config)
+    assert code == 1 and f"{field} is null" in out and rows[0]["id"] in out, out
+    assert "unsupported operand" not in out
+    code, err = _inspect(capsys, config)
+    _one_line(code, err)
+    assert f"{field} is null" in err, err

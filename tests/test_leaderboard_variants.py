@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from phasebench.leaderboard.render import build_site
+from phasebench.leaderboard.render import board_page, build_site
 from phasebench.leaderboard.score import score
 from phasebench.leaderboard.validate import validate_all
 from support.submissions import REVISION, TASKS, make_submission
@@ -48,9 +48,9 @@ def test_two_variants_of_one_revision_are_both_scored(tmp_path, submission_rows,
     ]
     assert len({r["page"] for r in board["rows"]}) == 3
     build_site(board, tmp_path / "site")
-    index = (tmp_path / "site" / "index.html").read_text()
-    assert 'data-kv="kvpress kvpress-snapkv-r0.25"' in index
-    assert 'data-kv="kvpress kvpress-knorm-r0.25"' in index
+    index = (tmp_path / "site" / board_page(board["rows"][0]["board"])).read_text()
+    assert 'class="c-kv" data-v="kvpress kvpress-snapkv-r0.25"' in index
+    assert 'class="c-kv" data-v="kvpress kvpress-knorm-r0.25"' in index
 
 
 def test_folder_and_variant_must_agree(tmp_path, submission_rows, regen_cache):
