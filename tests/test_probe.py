@@ -223,3 +223,48 @@ def test_result_json_is_plain(code_plan):
     result = analyse(code_plan, fake_answers(code_plan, values), expect=None, provenance={})
     text = json.dumps(result.to_dict(), allow_nan=False)
     assert json.loads(text)["probe"]["modulus"] == 8
+
+
+CODE = "FP8 = 'float8_e4m3fn'\nFP4 = 'float4_e2m1fn'\n\n{{shift}}def cast(x):\n    return T.Cast(FP"
+
+
+@pytest.mark.slow
+def test_end_to_end_on_smollm2_through_hf(tmp_path, capsys):
+    """The SmolLM2 GGUF through lm-eval's ``hf`` backend: 2 rounds x modulus 4, one style."""
+    from support.models import smollm2_model_args
+
+    out = tmp_path / "out"
+    code = main(["probe", write(tmp_path, CODE), "--model", "hf", "--model_args",
+                 smollm2_model_args(), "--choices", "8,4", "--modulus", "4", "--rounds", "2",
+                 "--styles", "comment_hash", "--device", "cpu", "--out", str(out)])  # fmt: skip
+    printed = capsys.readouterr().out
+    assert code == 0
+    data = json.loads((out / "probe.json").read_text())
+    assert len(data["shifts"]) == 8 and data["witness"]["kind"] == "backend tok_encode"
+    assert all(len(e["logprobs"]) == 2 for e in data["shifts"])
+    assert (out / "probe.png").read_bytes()[:4] == b"\x89PNG"
+    assert printed.rstrip().splitlines()[-1] == data["verdict"]
+
+
+@pytest.mark.slow
+def test_end_to_end_through_the_api_server(tmp_path, capsys):
+    """``local-completions`` against ``transformers serve`` on SmolLM2: the server's
+    usage.prompt_tokens must equal every checked shift's length (the witness)."""
+    from support.openai_server import serve
+
+    with serve("transformers", tmp_path / "server") as served:
+        args = (f"model={served.model},base_url={served.url}/v1/completions,"
+                f"tokenizer={served.tokenizer},max_length=2048,tokenizer_backend=huggingface,"
+                f"tokenized_requests=False")  # fmt: skip
+        code = main(["probe", write(tmp_path, NIAH), "--model", "local-completions",
+                     "--model_args", args, "--expect", "48213", "--modulus", "4", "--rounds",
+                     "2", "--styles", "comment_hash", "--max_gen_toks", "8",
+                     "--out", str(tmp_path / "out")])  # fmt: skip
+        sent = served.recorder.on("/v1/completions")
+    assert code == 0, capsys.readouterr().err
+    data = json.loads((tmp_path / "out" / "probe.json").read_text())
+    assert len(sent) == len(data["shifts"]) == 8
+    assert data["witness"] == {"kind": "usage.prompt_tokens", "agreed": 8, "disagreed": 0,
+                               "missing": 0, "excluded_from_statistics": 0}  # fmt: skip
+    # the server read the checked text of every shift
+    assert [e.request["prompt"] for e in sent][0].startswith("Read the notes below")

@@ -12,6 +12,7 @@ with neither, whether the answer is the most common answer of the run.
 from __future__ import annotations
 
 import hashlib
+import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -102,6 +103,7 @@ def analyse(
         shifts.append(entry)
     witness = _witness(answers)
     right = _rightness(answers, values, measure, expect)
+    controls = control_folds(answers, tested, kept, P) if summary is not None else {}
     with np.errstate(all="ignore"):
         raw_means = [float(x) for x in np.nanmean(raw, axis=0)]
     data = {
@@ -125,6 +127,7 @@ def analyse(
         "summary": summary.to_dict() if summary is not None else None,
         "per_phase_raw": raw_means,
         "drift": {"removed": bool(slopes), "slope_per_token": slopes},
+        "controls": controls,
         "witness": witness | {"excluded_from_statistics": excluded},
         "right": right,
     }
@@ -165,6 +168,50 @@ def detrend(
             for i in idx:
                 out[i] = float(values[i] - slope * answers[i].rendering.shift)
     return out, slopes
+
+
+def control_moduli(modulus: int, n_shifts: int) -> list[int]:
+    """Fold periods that share no factor with the modulus (so no stride dividing it folds onto
+    them) and fit at least twice into the shifts: 5, 7, 9, 11, 13, 15 for modulus 8 and 32."""
+    return [
+        q
+        for q in range(max(3, modulus // 2 + 1), 2 * modulus)
+        if math.gcd(q, modulus) == 1 and n_shifts // q >= 2
+    ]
+
+
+def control_folds(
+    answers: Sequence[Answer], tested: Sequence[float], kept: Sequence[bool], modulus: int
+) -> dict[str, float]:
+    """The permutation p-value (:func:`phasebench.stats.summarize`) of the same values folded
+    at each control period (:func:`control_moduli`): rows are runs of q consecutive shifts.
+
+    A rhythm of phase mod P averages out when folded at a period coprime with P; a margin that
+    wanders with the padding's length (the neighbouring shifts alike) does not, so it shows up
+    at the control periods too. Only a result that the controls do not share is called a phase
+    effect."""
+    from phasebench.stats import summarize
+
+    by_style: dict[str, list[int]] = {}
+    for i, a in enumerate(answers):
+        by_style.setdefault(a.rendering.style, []).append(i)
+    n = min(len(v) for v in by_style.values())
+    out = {}
+    for q in control_moduli(modulus, n):
+        rows = []
+        for idx in by_style.values():
+            for start in range(0, len(idx) - q + 1, q):
+                row = np.full(q, np.nan)
+                for i in idx[start : start + q]:
+                    if kept[i]:
+                        row[answers[i].rendering.anchor % q] = tested[i]
+                rows.append(row)
+        matrix = np.array(rows)
+        if np.isnan(matrix).all(axis=0).any():
+            continue
+        s = summarize(matrix, binary=False, n_boot=0, n_perm=N_PERM, seed=SEED)
+        out[str(q)] = float(s.p_value)
+    return out
 
 
 def _witness(answers: Sequence[Answer]) -> dict[str, Any]:
@@ -215,8 +262,17 @@ def verdict(data: dict[str, Any]) -> str:
     if s is None:
         return f"not enough shifts to test for a phase effect{tail}"
     p = s["p_value"]
-    if s["significant"] and s["dominant_period"]:
+    alpha = s["alpha"]
+    shared = {q: cp for q, cp in data.get("controls", {}).items() if cp <= alpha}
+    if s["significant"] and s["dominant_period"] and not shared:
         return f"{what} depends on phase mod {s['dominant_period']}, p = {p:.3g}{tail}"
+    if s["significant"] and shared:
+        folds = ", ".join(f"mod {q}: p = {cp:.3g}" for q, cp in shared.items())
+        return (
+            f"no phase effect: the {what} changes with the shift (p = {p:.3g} at mod "
+            f"{probe['modulus']}), but as much folded at periods no stride explains ({folds}): "
+            f"it wanders with the padding's length, not with the phase{tail}"
+        )
     line = f"no phase dependence detected at this sample size (p = {p:.3g})"
     n, k = right["shifts"], right["right"]
     if k is not None and k == 0:
@@ -268,6 +324,9 @@ def terminal_plot(result: ProbeResult, width: int = 24) -> str:
             f"  gap {s['gap']:.3f} [{_ci(s['gap_ci'])}], permutation p = {s['p_value']:.3g}, "
             f"dominant period {period}"
         )
+        if data.get("controls"):
+            folds = ", ".join(f"mod {q}: {cp:.3g}" for q, cp in data["controls"].items())
+            lines.append(f"  control folds (periods no stride explains), p: {folds}")
     return "\n".join(lines) + "\n"
 
 
