@@ -19,7 +19,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
               "phasebench.tokenizer_behaviour",
               "phasebench.placement", "phasebench.families", "phasebench.build",
               "phasebench.verification", "phasebench.show")),
-    ("analysis", ("phasebench.stats",)),
+    ("analysis", ("phasebench.metrics", "phasebench.stats")),
     ("formats", ("phasebench.samples",)),
     ("report", ("phasebench.report", "phasebench.plots")),
     ("hub", ("phasebench.hub",)),
