@@ -268,3 +268,16 @@ def test_end_to_end_through_the_api_server(tmp_path, capsys):
                                "missing": 0, "excluded_from_statistics": 0}  # fmt: skip
     # the server read the checked text of every shift
     assert [e.request["prompt"] for e in sent][0].startswith("Read the notes below")
+
+
+def test_a_question_cut_that_a_lone_context_encodes_differently_is_refused(smollm2):
+    """SmolLM2 encodes a text-final blank line as one token, the same blank line before
+    ``Question`` as two: kvpress, which encodes the context alone, needs the cut before it."""
+    from phasebench.probe.shifts import check_question_cut
+
+    good = "Notes.\n{{shift}}The number for velmorax is 48213.{{question}}\n\nQuestion: the number?"
+    bad = good.replace("{{question}}\n\n", "\n\n{{question}}")
+    kwargs = {"modulus": 2, "rounds": 1, "styles": ("comment_hash",)}
+    check_question_cut(smollm2, plan_shifts(smollm2, parse_prompt(good), **kwargs))
+    with pytest.raises(ProbeError, match="encodes differently alone"):
+        check_question_cut(smollm2, plan_shifts(smollm2, parse_prompt(bad), **kwargs))

@@ -26,7 +26,7 @@ from typing import Any
 
 from phasebench.lmeval.harness import API_BACKENDS
 from phasebench.probe.prompt import QUESTION, ProbeError
-from phasebench.probe.shifts import Rendering, ShiftPlan, encode_texts
+from phasebench.probe.shifts import Rendering, ShiftPlan, check_question_cut, encode_texts
 from phasebench.tokenization import PhaseTokenizer
 
 #: Stop sequence and generation budget of ``--expect`` and of the plain answer (as the
@@ -88,6 +88,7 @@ def ask(
                 f"answers the question uncompressed: mark where the question starts with "
                 f"{QUESTION}"
             )
+        check_question_cut(tok, plan)
         if plan.choices:
             raise ProbeError(
                 "--model phasebench-kvpress generates answers only; use --expect TEXT instead "

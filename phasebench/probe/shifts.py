@@ -468,3 +468,21 @@ def check_choices(tok: PhaseTokenizer, plan: ShiftPlan, choices: Sequence[str]) 
                     f"that are one token each right after the prompt (e.g. without a leading "
                     f"space when the prompt ends in one)"
                 )
+
+
+def check_question_cut(tok: PhaseTokenizer, plan: ShiftPlan) -> None:
+    """For backends that encode the context before ``{{question}}`` on its own (kvpress): the
+    context alone must encode to the first ``question_index`` ids of every whole rendering."""
+    if QUESTION not in plan.ref.chars:
+        raise ProbeError(f"mark where the question starts with {QUESTION}")
+    heads = [r.text[: len(plan.frame.head) + r.question_char] for r in plan.renderings]
+    wholes = encode_texts(tok, plan.frame, [r.text for r in plan.renderings])
+    for r, head, whole in zip(plan.renderings, encode_texts(tok, plan.frame, heads), wholes,
+                              strict=True):  # fmt: skip
+        if len(head) != r.question_index or whole[: len(head)] != head:
+            raise ProbeError(
+                f"the context before {QUESTION} encodes differently alone than inside the "
+                f"whole prompt (shift {r.shift}, {r.style}): a token spans the cut; move "
+                f"{QUESTION} to just after the last sentence of the context, before any blank "
+                f"line"
+            )
