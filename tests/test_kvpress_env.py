@@ -88,6 +88,22 @@ def test_backend_in_the_kvpress_environment(checked):
     assert "must match" in summary["one_pass_error"]
     assert summary["eval_rc"] == 0, (work / "out.log").read_text()[-3000:]
     assert summary["code_rc"] == 2 and "generate_until" in summary["code_error"][0]
+    assert summary["batched_kept"]["chunkkv"] != summary["batched_kept"]["none"]
+
+
+def test_batched_run_answers_as_one_prompt_at_a_time(checked):
+    """``--batch_size 8`` logs the same responses, per doc, as ``--batch_size 1``."""
+    from support.lmeval import outputs
+
+    work, summary = checked
+    assert summary["batched_rc"] == 0, (work / "batched.log").read_text()[-3000:]
+    _, one = outputs(work / "out")
+    _, eight = outputs(work / "batched")
+
+    def responses(samples):
+        return {s["doc"]["id"]: s["resps"] for s in samples["phasebench_kv"]}
+
+    assert len(responses(one)) == 128 and responses(one) == responses(eight)
 
 
 def test_a_press_run_validates_as_a_leaderboard_submission(checked, tmp_path):

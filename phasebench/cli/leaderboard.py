@@ -1,4 +1,4 @@
-"""``phasebench leaderboard pack|validate|build|mark-reproduced``."""
+"""``phasebench leaderboard pack|validate|build|export-eval-results|mark-reproduced``."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     va.add_argument("path", help="a submissions folder or one submission folder")
     va.add_argument("--report", default=None, help="write the rejection report as JSON")
-    va.add_argument("--cache", default=None, help="keep regenerated splits here")
+    _cache(va)
     _limits(va)
     va.add_argument(
         "--previous",
@@ -45,7 +45,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     va.set_defaults(run=_validate)
 
     bu = actions.add_parser(
-        "build", help="validate, score and render the static site", formatter_class=HelpFormatter
+        "build",
+        help="validate, score and render the static site",
+        description="Validate every submission (each in its own process, one per core; with "
+        "--cache, only those changed since the last build), score them and render the site. "
+        "A failure of the machine rather than of a submission (a tokenizer package missing, a "
+        "library that does not import, a crashed or killed validating process, a full disk) "
+        "stops the build with one line and exit code 3, and the published site stays as it "
+        "was.",
+        formatter_class=HelpFormatter,
     )
     bu.add_argument("submissions", help="the submissions folder")
     bu.add_argument(
@@ -54,7 +62,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="site folder: built beside and swapped in; an existing folder is replaced only if "
         "it is an earlier phasebench site or empty",
     )
-    bu.add_argument("--cache", default=None, help="keep regenerated splits here")
+    _cache(bu)
     _limits(bu)
     bu.add_argument(
         "--previous",
@@ -65,6 +73,30 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     bu.add_argument("--no-reported", action="store_true", help="leave out the published figures")
     bu.add_argument("--quiet", action="store_true", help="no progress lines")
     bu.set_defaults(run=_build)
+
+    ex = actions.add_parser(
+        "export-eval-results",
+        help="write the .eval_results/*.yaml file each accepted entry's model repository would "
+        "carry (Hub Eval Results)",
+        description="For every accepted entry of a built board, the file the Hub reads from a "
+        "model repository's .eval_results/ folder: per board, the cross-fitted worst phase as "
+        "the value, the average and the gap in the notes, a link back to the board. The "
+        "dataset named must be the benchmark `phasebench publish` built (its eval.yaml names "
+        "the tasks).",
+        formatter_class=HelpFormatter,
+    )
+    ex.add_argument("board", help="leaderboard.json, or the site folder that holds it")
+    ex.add_argument("--dataset", required=True, metavar="ORG/NAME", help="benchmark dataset id")
+    ex.add_argument(
+        "--site-url", required=True, metavar="URL", help="address of the published site"
+    )
+    ex.add_argument(
+        "--out",
+        required=True,
+        help="output folder, one <org>__<model>/.eval_results/ per model (replaced only if "
+        "this command made it or it is empty)",
+    )
+    ex.set_defaults(run=_export_eval_results)
 
     mr = actions.add_parser(
         "mark-reproduced",
@@ -79,6 +111,23 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     mr.add_argument("--note", default="", help="how it was re-run (shown on the site)")
     mr.add_argument("--replace", action="store_true", help="replace an earlier mark")
     mr.set_defaults(run=_mark_reproduced)
+
+
+def _cache(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--cache",
+        default=None,
+        help="keep regenerated splits and validated results here: a later run with the same "
+        "folder validates only the submissions whose files, the validator or the tokenizer "
+        "packages changed (default: a scratch folder, nothing kept)",
+    )
+    parser.add_argument(
+        "--jobs",
+        type=_args.positive_int,
+        default=None,
+        metavar="N",
+        help="submissions validated at once, each in its own process (default: one per core)",
+    )
 
 
 def _limits(parser: argparse.ArgumentParser) -> None:
@@ -112,7 +161,7 @@ def _offline() -> None:
 
 
 def _progress(quiet: bool):
-    return None if quiet else (lambda name: print(f"validating {name}", file=sys.stderr))
+    return None if quiet else (lambda line: print(line, file=sys.stderr))
 
 
 def _pack(args: argparse.Namespace) -> int:
@@ -138,6 +187,7 @@ def _validate(args: argparse.Namespace) -> int:
         on_progress=_progress(args.quiet),
         limits=_limits_of(args),
         incumbents=previous,
+        jobs=args.jobs,
     )
     print("\n".join(outcome.report_lines()))
     if args.report:
@@ -169,12 +219,34 @@ def _build(args: argparse.Namespace) -> int:
         on_progress=_progress(args.quiet),
         limits=_limits_of(args),
         incumbents=previous,
+        jobs=args.jobs,
     )
     reported = None if args.no_reported else load_reported()
     board = score(outcome, reported)
     build_site(board, out)
     print("\n".join(outcome.report_lines()))
     print(f"site: {out / 'index.html'}")
+    return 0
+
+
+def _export_eval_results(args: argparse.Namespace) -> int:
+    from phasebench.errors import SubmissionsError
+    from phasebench.leaderboard.eval_results import export_eval_results
+    from phasebench.leaderboard.render import load_board
+
+    path = Path(args.board)
+    if path.is_dir():
+        path = path / "leaderboard.json"
+    if not path.is_file():
+        raise SubmissionsError(f"{str(path)!r} is not a built board (leaderboard.json)")
+    try:
+        board = load_board(path)
+    except ValueError as exc:
+        raise SubmissionsError(f"{str(path)!r} is not valid JSON ({exc})") from None
+    for written in export_eval_results(
+        board, args.out, dataset_id=args.dataset, site_url=args.site_url
+    ):
+        print(written)
     return 0
 
 

@@ -24,6 +24,7 @@ from phasebench._version import __version__
 from phasebench.atomic import check_writable_dir, staged_folder
 from phasebench.build import HASH_KEY, MANIFEST, content_hash, read_manifest
 from phasebench.errors import HubError
+from phasebench.hub.benchmark import EVAL_FILE, render_eval_yaml
 from phasebench.hub.card import render_card
 from phasebench.hub.naming import (
     CARD,
@@ -217,6 +218,7 @@ def build_repo(
             ),
             encoding="utf-8",
         )
+        (tmp / EVAL_FILE).write_text(render_eval_yaml(index), encoding="utf-8")
         validate_repo(tmp, deep=False)
     return out
 
@@ -325,7 +327,7 @@ def repo_problems(repo_dir: Path | str, *, deep: bool = True) -> list[str]:
     problems: list[str] = []
     manifests: dict[str, dict] = {}
     schemas: dict[str, pa.Schema] = {}
-    expected_files = {INDEX, CARD}
+    expected_files = {INDEX, CARD, EVAL_FILE}
     for c in index["configs"]:
         name = c["name"]
         mpath = repo / c["manifest"]
@@ -389,6 +391,11 @@ def repo_problems(repo_dir: Path | str, *, deep: bool = True) -> list[str]:
         index, manifests, schemas
     ):
         problems.append(f"{CARD}: differs from the card rendered from the manifests")
+    eval_path = repo / EVAL_FILE
+    if not eval_path.is_file():
+        problems.append(f"{EVAL_FILE}: missing (the Hub reads it to list the benchmark's tasks)")
+    elif eval_path.read_text(encoding="utf-8") != render_eval_yaml(index):
+        problems.append(f"{EVAL_FILE}: differs from the one written from the index")
     return problems
 
 

@@ -132,14 +132,24 @@ def file_revision(path: Path) -> str:
 
 
 def eval_command(
-    model_args: Mapping[str, Any], family: str, length: int, n_base: int, out: Path
+    model_args: Mapping[str, Any],
+    family: str,
+    length: int,
+    n_base: int,
+    out: Path,
+    modulus: int | None = None,
+    batch_size: int = 1,
 ) -> list[str]:
-    """The ``phasebench eval`` command of one run (as the submission's provenance shows it)."""
-    metadata = json.dumps({"max_seq_lengths": [length], "n_base": n_base})
+    """The ``phasebench eval`` command of one run (as the submission's provenance shows it);
+    ``batch_size`` prompts of one shape share their forward passes (same answers)."""
+    spec: dict[str, Any] = {"max_seq_lengths": [length], "n_base": n_base}
+    if modulus is not None:
+        spec["phase_modulus"] = modulus
+    metadata = json.dumps(spec)
     return [
         sys.executable, "-m", "phasebench", "eval", "--model", BACKEND,
         "--model_args", model_args_text(model_args), "--tasks", f"phasebench_{family}",
-        "--device", "cpu", "--batch_size", "1", "--metadata", metadata,
+        "--device", "cpu", "--batch_size", str(batch_size), "--metadata", metadata,
         "--log_samples", "--output_path", str(out), "--seed", "0",
     ]  # fmt: skip
 

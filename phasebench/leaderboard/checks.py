@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from phasebench.errors import PhasebenchError
+from phasebench.errors import MachineError, PhasebenchError
 from phasebench.leaderboard.collect import RawSubmission, Refused
 from phasebench.leaderboard.regenerate import Regenerator
 from phasebench.lmeval.compat import DEFAULT_MAX_GEN_TOKS, doc_hash, hash_string
@@ -19,6 +19,10 @@ from phasebench.rows import config_length, paired_unit
 from phasebench.tokenizer_behaviour import provenance_difference
 
 METRIC_TOLERANCE = 1e-9
+#: The longest config a board accepts (the 128K of the published figures): a claimed spec
+#: beyond it is refused before anything is regenerated, so a submission cannot spend the
+#: validator's time and memory on a split no board would show.
+BOARD_MAX_LENGTH = 131_072
 
 
 def task_configs(raw: RawSubmission, tasks: Mapping[str, str]) -> dict[str, tuple[Path, dict]]:
@@ -105,7 +109,7 @@ def _spec_for(
     if len(seeds) != 1:
         raise Refused("hash", path, f"{task} length {length}: samples disagree on the seed")
     try:
-        return SplitSpec(
+        spec = SplitSpec(
             family=first["family"],
             length=length,
             modulus=modulus,
@@ -116,6 +120,15 @@ def _spec_for(
         )
     except (PhasebenchError, TypeError, KeyError) as exc:
         raise Refused("hash", path, f"{task} length {length}: no valid spec ({exc})") from None
+    if spec.length > BOARD_MAX_LENGTH:
+        raise Refused(
+            "hash",
+            path,
+            f"{task} length {length:,}: beyond what the leaderboard's boards accept (at most "
+            f"{BOARD_MAX_LENGTH:,} tokens; building it would need about "
+            f"{spec.estimated_memory() / 2**30:.1f} GiB); it is not regenerated",
+        )
+    return spec
 
 
 def expected_context(
@@ -215,6 +228,8 @@ def check_task(
         spec = _spec_for([docs[i] for i in indices], length, results, task, raw.meta, path)
         try:
             expected = regen.rows(spec, tok)
+        except MachineError:  # the machine's failure, not the submission's
+            raise
         except PhasebenchError as exc:
             raise Refused(
                 "count", path, f"{task} length {length}: the samples name no complete split ({exc})"

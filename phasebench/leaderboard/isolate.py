@@ -1,8 +1,12 @@
-"""Run one function on JSON data in a child process with a memory and a time limit.
+"""Run a function on JSON data in child processes, each with a memory and a time limit.
 
-The leaderboard validates every submission this way (:func:`run_isolated`), so a submission that
-exhausts memory or time, or crashes its process, refuses only itself: the parent gets its
-answer back as JSON text through a pipe, or learns which limit ended it.
+The leaderboard validates every submission this way (:func:`run_many`, several at once), so a
+submission that exhausts its memory or time refuses only itself: the parent gets each answer back
+as JSON text through a pipe, or learns which limit ended the child. What is not the submission's
+doing is told apart and reported as a failure of the run: a child that crashed or was killed from
+outside (the machine's out-of-memory killer), an exception the function did not expect (a missing
+package, a bug), a child that could not be started at all
+(:class:`~phasebench.errors.MachineError`).
 
 Children are forked from a ``multiprocessing`` fork server that has imported the heavy libraries
 once (:data:`PRELOAD`), so a child starts in milliseconds with a clean, single-threaded copy of
@@ -24,10 +28,15 @@ import math
 import multiprocessing
 import os
 import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
-__all__ = ["PRELOAD", "Limits", "run_isolated"]
+from phasebench.errors import MachineError
+
+__all__ = ["PRELOAD", "Limits", "run_isolated", "run_many"]
+
+K = TypeVar("K")
 
 #: Imported once by the fork server, so that children do not pay for them.
 PRELOAD = (
@@ -66,53 +75,119 @@ def _context() -> Any:
 
 
 def run_isolated(target: str, payload: Any, limits: Limits) -> dict[str, Any]:
-    """``module:function`` called on ``payload`` in a child process under ``limits``.
+    """``module:function`` called on ``payload`` in a child process under ``limits``: the
+    answer :func:`run_many` gives for one payload."""
+    ((_, answer),) = run_many(target, [(None, payload)], limits)
+    return answer
 
-    Returns ``{"result": <what the function returned>}``, or ``{"limit": "memory" | "time" |
-    "crash", "detail": str}`` when the child ran out of memory, out of time, or ended without
-    an answer. The function's return value must be JSON-serialisable (no NaN)."""
+
+def run_many(
+    target: str, items: Iterable[tuple[K, Any]], limits: Limits, jobs: int = 1
+) -> Iterator[tuple[K, dict[str, Any]]]:
+    """``module:function`` called on each ``(key, payload)`` of ``items``, each in a child
+    process of its own under ``limits``, at most ``jobs`` at a time; yields ``(key, answer)`` as
+    each child ends (in that order, not the order of ``items``).
+
+    An answer is ``{"result": <what the function returned>}``; ``{"limit": "memory" | "time",
+    "detail": str}`` when the child ran out of its own budget; or ``{"failure": str}``, one line,
+    when it ended for another reason: an exception the function let escape, a crash, a signal
+    from outside. The function's return value must be JSON-serialisable (no NaN). Closing the
+    iterator early (or an exception in the loop that consumes it) kills the children still
+    running. :class:`~phasebench.errors.MachineError` if a child cannot be started."""
+    from multiprocessing.connection import wait
+
     ctx = _context()
-    request = json.dumps(
-        {
-            "target": target,
-            "payload": payload,
-            "env": dict(os.environ),
-            "cwd": os.getcwd(),
-            "memory": int(limits.memory),
-            "seconds": float(limits.seconds),
-        }
-    )
-    reader, writer = ctx.Pipe(duplex=False)
-    child = ctx.Process(target=_child, args=(writer, request), daemon=True)
-    start = time.monotonic()
-    child.start()
-    writer.close()
-    answer: bytes | None = None
-    timed_out = False
+    env, cwd = dict(os.environ), os.getcwd()
+    pending = iter(items)
+    running: dict[Any, _Child[K]] = {}
     try:
-        remaining = limits.seconds - (time.monotonic() - start)
-        if remaining > 0 and reader.poll(remaining):
-            try:
-                answer = reader.recv_bytes()
-            except EOFError:  # the child ended without sending anything
-                answer = None
-        else:
-            timed_out = True
+        while True:
+            while len(running) < max(1, jobs):
+                item = next(pending, None)
+                if item is None:
+                    break
+                child = _Child.start(ctx, item[0], target, item[1], env, cwd, limits)
+                running[child.reader] = child
+            if not running:
+                return
+            soonest = min(c.deadline for c in running.values())
+            ready = wait(list(running), max(0.0, soonest - time.monotonic()))
+            now = time.monotonic()
+            for reader in list(running):
+                child = running[reader]
+                if reader in ready:
+                    del running[reader]
+                    yield child.key, child.finish()
+                elif child.deadline <= now:
+                    del running[reader]
+                    child.kill()
+                    yield child.key, {"limit": "time", "detail": f"no answer within "
+                                      f"{limits.seconds:g} s"}  # fmt: skip
     finally:
-        if timed_out or answer is None:
-            child.join(0.2 if timed_out else 5.0)
-            if child.is_alive():
-                child.kill()
-        child.join()
-        reader.close()
-    if timed_out:
-        return {"limit": "time", "detail": f"no answer within {limits.seconds:g} s"}
-    if answer is None:
-        code = child.exitcode
-        if code is not None and code < 0 and -code in (_signal("SIGXCPU"), _signal("SIGKILL")):
-            return {"limit": "time", "detail": f"stopped by signal {-code}"}
-        return {"limit": "crash", "detail": f"exit code {code}"}
-    return json.loads(answer.decode("utf-8"))
+        for child in running.values():
+            child.kill()
+
+
+class _Child(Generic[K]):
+    """One running child: its process, the end of the pipe its answer comes through, and the
+    moment the parent stops waiting for it."""
+
+    def __init__(self, key: K, process: Any, reader: Any, deadline: float) -> None:
+        self.key, self.process, self.reader, self.deadline = key, process, reader, deadline
+
+    @classmethod
+    def start(cls, ctx: Any, key: K, target: str, payload: Any, env: dict[str, str], cwd: str,
+              limits: Limits) -> _Child[K]:  # fmt: skip
+        request = json.dumps(
+            {
+                "target": target,
+                "payload": payload,
+                "env": env,
+                "cwd": cwd,
+                "memory": int(limits.memory),
+                "seconds": float(limits.seconds),
+            }
+        )
+        reader, writer = ctx.Pipe(duplex=False)
+        process = ctx.Process(target=_child, args=(writer, request), daemon=True)
+        try:
+            process.start()
+        except OSError as exc:  # no memory or processes left to fork, a fork server that died
+            reader.close()
+            writer.close()
+            raise MachineError(
+                f"cannot start a validating process ({exc.strerror or exc}); the machine is out "
+                f"of memory or processes"
+            ) from None
+        writer.close()
+        return cls(key, process, reader, time.monotonic() + limits.seconds)
+
+    def finish(self) -> dict[str, Any]:
+        """The answer of a child whose pipe is readable (an answer, or the end of the pipe)."""
+        try:
+            answer: bytes | None = self.reader.recv_bytes()
+        except (EOFError, OSError):  # the child ended without sending anything
+            answer = None
+        self.reader.close()
+        self.process.join(None if answer is None else 5.0)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join()
+        if answer is not None:
+            return json.loads(answer.decode("utf-8"))
+        code = self.process.exitcode
+        if code is not None and code < 0 and -code == _signal("SIGXCPU"):
+            return {"limit": "time", "detail": "CPU time limit (SIGXCPU)"}
+        if code is not None and code < 0 and -code == _signal("SIGKILL"):
+            return {"failure": "a validating process was killed from outside (signal 9, most "
+                    "likely the machine's out-of-memory killer)"}  # fmt: skip
+        return {"failure": f"a validating process ended without an answer (exit code {code})"}
+
+    def kill(self) -> None:
+        if self.process.is_alive():
+            self.process.kill()
+        self.process.join()
+        self.reader.close()
 
 
 def _signal(name: str) -> int | None:
@@ -137,6 +212,11 @@ def _child(conn: Any, request_text: str) -> None:
         text = json.dumps(result, allow_nan=False)
     except MemoryError:
         text = None
+    except Exception as exc:  # not the submission's limits: the parent fails the run with this
+        detail = " ".join(str(exc).split())[:300]
+        if not isinstance(exc, MachineError):  # a bug or a broken library: say which exception
+            detail = f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
+        text = json.dumps({"failure": detail})
     if text is None:  # the exception and what it held are gone: there is room to answer
         result = None
         text = json.dumps({"limit": "memory", "detail": "MemoryError"})

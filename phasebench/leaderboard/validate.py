@@ -22,18 +22,30 @@ Rules (each refusal names one of them and the file):
                 task versions); the first keeps its place (:mod:`~phasebench.leaderboard.identity`)
 ``supersedes``  an entry may only replace an earlier revision of its own model (and variant),
                 from the same contact, with a later run
-``memory``/``time``/``crash``  the submission's own validating process ran out of its budget
-                (:mod:`~phasebench.leaderboard.isolate`) or ended without an answer
+``memory``/``time``  the submission's own validating process ran out of its budget
+                (:mod:`~phasebench.leaderboard.isolate`)
 
 Every submission is validated in a process of its own (:func:`validate_folder` there, through
-:func:`~phasebench.leaderboard.isolate.run_isolated`); its result comes back as JSON data, so one
-bad submission can only refuse itself. The processes share the folder of regenerated splits.
+:func:`~phasebench.leaderboard.isolate.run_many`, as many at once as the machine has cores); its
+result comes back as JSON data, so one bad submission can only refuse itself. The processes share
+the folder of regenerated splits; with a cache folder, each answer a rule gave is kept there
+(:mod:`~phasebench.leaderboard.reuse`) and a rebuild validates only what changed.
+
+Only the submission's own content may refuse it. When the machine fails instead (a package this
+phasebench names is missing, a library does not import, the disk is full, a validating process
+crashed or was killed from outside, an exception no rule anticipated), the whole validation stops
+with a :class:`~phasebench.errors.MachineError` naming the cause, and nothing is published:
+one incomplete machine must never turn a public board into a list of refusals.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import errno
+import json
 import math
+import os
 import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -42,7 +54,7 @@ from typing import Any
 
 import pandas as pd
 
-from phasebench.errors import PhasebenchError, SubmissionsError
+from phasebench.errors import MachineError, PhasebenchError, SubmissionsError
 from phasebench.leaderboard.checks import check_task, task_configs
 from phasebench.leaderboard.collect import (
     Problem,
@@ -52,7 +64,7 @@ from phasebench.leaderboard.collect import (
     submission_folders,
 )
 from phasebench.leaderboard.identity import drop_superseded_and_duplicates, identity_key
-from phasebench.leaderboard.isolate import Limits, run_isolated
+from phasebench.leaderboard.isolate import Limits, run_many
 from phasebench.leaderboard.provenance import provenance, recorded_time
 from phasebench.leaderboard.regenerate import Regenerator
 from phasebench.leaderboard.schema import check_schema, known_tasks
@@ -75,6 +87,10 @@ class Submission:
     recorded: float | None = None
     #: A maintainer's mark (``by``, ``date``, ``note``) after re-running the model, else None.
     reproduced: dict[str, str] | None = None
+    #: The statistics of each board (``task@length``) as
+    #: :func:`~phasebench.leaderboard.score.board_summaries` computes them, when the validating
+    #: process computed them (in parallel, and kept with the answer), else None.
+    summaries: dict[str, Any] | None = None
 
     @property
     def duplicate_key(self) -> tuple:
@@ -95,14 +111,20 @@ class Submission:
             "task_versions": self.task_versions,
             "recorded": self.recorded,
             "reproduced": self.reproduced,
+            # JSON text of its own: the statistics keep NaN (the answer itself may not)
+            "summaries": None
+            if self.summaries is None
+            else json.dumps(self.summaries, default=_plain, allow_nan=True, sort_keys=True),
         }
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> Submission:
         frame = pd.DataFrame(data["samples"]["rows"], columns=data["samples"]["columns"])
         fields = {k: data[k] for k in ("name", "meta", "provenance", "task_versions")}
+        summaries = data.get("summaries")
         return cls(**fields, samples=frame, recorded=data.get("recorded"),
-                   reproduced=data.get("reproduced"))  # fmt: skip
+                   reproduced=data.get("reproduced"),
+                   summaries=json.loads(summaries) if summaries is not None else None)  # fmt: skip
 
 
 @dataclass
@@ -153,6 +175,8 @@ def validate_submission(
         tok = regen.tokenizer(
             raw.meta["tokenizer"]["name"], raw.meta["tokenizer"].get("args") or {}
         )
+    except MachineError:  # the machine lacks what the tokenizer needs: not the submission's
+        raise
     except PhasebenchError as exc:
         raise Refused("tokenizer", raw.folder / "submission.yaml", f"cannot load: {exc}") from None
     frames, longest = [], 0
@@ -191,6 +215,12 @@ def validate_submission(
 
 #: What each validating process runs.
 WORKER = "phasebench.leaderboard.validate:validate_folder"
+#: ``OSError`` numbers that say the machine ran out of something, not that a file was odd.
+MACHINE_ERRNOS = frozenset(
+    getattr(errno, n)
+    for n in ("ENOSPC", "EDQUOT", "ENOMEM", "EMFILE", "ENFILE", "EAGAIN")
+    if hasattr(errno, n)
+)
 
 
 def validate_folder(request: Mapping[str, Any]) -> dict[str, Any]:
@@ -205,15 +235,47 @@ def validate_folder(request: Mapping[str, Any]) -> dict[str, Any]:
     regen = Regenerator(Path(request["cache"]))
     try:
         raw = read_submission(folder, limits)
-        return {"accepted": validate_submission(raw, request["tasks"], regen).to_data()}
+        accepted = validate_submission(raw, request["tasks"], regen).to_data()
+        return {"accepted": _with_summaries(accepted)}
     except Refused as exc:
         problem = _relative(exc.problem, root)
+    except MachineError:
+        raise  # the validating process answers with a failure; the build stops
+    except OSError as exc:
+        if exc.errno in MACHINE_ERRNOS:  # a full disk, no memory or file handles left
+            raise MachineError(
+                f"{os.strerror(exc.errno)} while validating {name}"
+                + (f" ({exc.filename})" if exc.filename else "")
+            ) from None
+        problem = _unexpected(name, exc)
     except (PhasebenchError, KeyError, TypeError, ValueError, IndexError, AttributeError,
-            OSError, RecursionError) as exc:  # fmt: skip
-        # content of a shape no rule anticipated: refuse this one
-        detail = " ".join(str(exc).split())[:300]
-        problem = Problem("format", name, f"unexpected content ({type(exc).__name__}: {detail})")
+            RecursionError) as exc:  # fmt: skip
+        problem = _unexpected(name, exc)
     return {"refused": [dataclasses.asdict(problem)]}
+
+
+def _with_summaries(data: dict[str, Any]) -> dict[str, Any]:
+    """An accepted answer with its boards' statistics, computed here (in the validating
+    process, so in parallel, and kept with the answer) from the samples exactly as the parent
+    will read them back."""
+    from phasebench.leaderboard.score import board_summaries
+
+    sub = Submission.from_data(json.loads(json.dumps(data, allow_nan=False)))
+    sub.summaries = board_summaries(sub)
+    return sub.to_data()
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalars (and arrays) in the statistics as JSON numbers (lists)."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} is not JSON data")
+
+
+def _unexpected(name: str, exc: Exception) -> Problem:
+    """Content of a shape no rule anticipated: refuse this one."""
+    detail = " ".join(str(exc).split())[:300]
+    return Problem("format", name, f"unexpected content ({type(exc).__name__}: {detail})")
 
 
 def validate_all(
@@ -225,49 +287,89 @@ def validate_all(
     limits: Limits | None = None,
     read_limits: ReadLimits | None = None,
     incumbents: Iterable[str] = (),
+    jobs: int | None = None,
 ) -> Outcome:
     """Validate every submission under ``root``, each in its own process under ``limits``
-    (:class:`~phasebench.leaderboard.isolate.Limits`), then keep one entry per model.
+    (:class:`~phasebench.leaderboard.isolate.Limits`), ``jobs`` at a time (default: the cores
+    this process may use), then keep one entry per model.
+
+    With a ``cache`` folder, regenerated splits are kept there and so is every answer a rule
+    gave (:class:`~phasebench.leaderboard.reuse.ResultStore`): a submission whose files, the
+    validator, the environment and these settings are unchanged is not validated again.
+    ``on_progress`` gets one line per submission (``reused NAME`` or ``validated NAME``).
 
     ``incumbents`` names the submissions an earlier board published: they were there first
     (:func:`~phasebench.leaderboard.identity.drop_superseded_and_duplicates`). ``read_limits``
     replaces the caps on samples files (:data:`~phasebench.leaderboard.collect.SAMPLE_LIMITS`).
 
+    :class:`~phasebench.errors.MachineError` when the machine, not a submission, failed (see the
+    module docstring); the validating processes still running are stopped first.
+
     The validating processes come from a ``multiprocessing`` fork server, so, as with any
     ``multiprocessing`` start method but ``fork``, a script that calls this must do so under
     ``if __name__ == "__main__":`` (the command line and pytest already do).
     """
+    from phasebench.leaderboard.reuse import ResultStore
+
     root = Path(root)
     if not root.is_dir():
         raise SubmissionsError(f"{str(root)!r} is not a folder of submissions")
     tasks = dict(tasks) if tasks is not None else known_tasks()
     limits = limits or Limits()
+    jobs = jobs or default_jobs()
     outcome = Outcome()
     folders, problems = submission_folders(root)
     outcome.refused.extend((p.file, [p]) for p in problems)
+    answers: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="phasebench-lb-") as scratch:
         shared = Path(cache) if cache else Path(scratch)
+        requests = {}
+        store = None
+        if cache:
+            settings = {"tasks": tasks, "read_limits": _asdict(read_limits),
+                        "limits": dataclasses.asdict(limits)}  # fmt: skip
+            store = ResultStore(shared / "validated", settings)
+        keys: dict[str, str] = {}
         for folder in folders:
             name = f"{folder.parent.name}/{folder.name}"
-            if on_progress:
-                on_progress(name)
-            request = {
+            if store is not None:
+                keys[name] = store.key(folder)
+                stored = store.get(keys[name])
+                if stored is not None and _readable(stored):
+                    answers[name] = {"result": stored}
+                    if on_progress:
+                        on_progress(f"reused {name}")
+                    continue
+            requests[name] = {
                 "folder": str(folder.resolve()),
                 "root": str(root.resolve()),
                 "tasks": tasks,
                 "cache": str(shared.resolve()),
-                "read_limits": dataclasses.asdict(read_limits) if read_limits else None,
+                "read_limits": _asdict(read_limits),
             }
-            answer = run_isolated(
-                "phasebench.leaderboard.validate:validate_folder", request, limits
-            )
-            if "result" not in answer:
-                outcome.refused.append((name, [_limit_problem(name, answer, limits)]))
-            elif "accepted" in answer["result"]:
-                outcome.accepted.append(Submission.from_data(answer["result"]["accepted"]))
-            else:
-                problems = [Problem(**p) for p in answer["result"]["refused"]]
-                outcome.refused.append((name, problems))
+        # closing: a failure stops the validating processes still running before it propagates
+        with contextlib.closing(run_many(WORKER, requests.items(), limits, jobs)) as running:
+            for name, answer in running:
+                if "failure" in answer:
+                    raise MachineError(
+                        f"validation stopped at {name}, on this machine's account, not the "
+                        f"submission's: {answer['failure']}; nothing was published"
+                    )
+                if store is not None and "result" in answer:
+                    store.put(keys[name], answer["result"])
+                answers[name] = answer
+                if on_progress:
+                    on_progress(f"validated {name}")
+    for folder in folders:  # in folder order, whatever order the processes ended in
+        name = f"{folder.parent.name}/{folder.name}"
+        answer = answers[name]
+        if "result" not in answer:
+            outcome.refused.append((name, [_limit_problem(name, answer, limits)]))
+        elif "accepted" in answer["result"]:
+            outcome.accepted.append(Submission.from_data(answer["result"]["accepted"]))
+        else:
+            problems = [Problem(**p) for p in answer["result"]["refused"]]
+            outcome.refused.append((name, problems))
     outcome.accepted, outcome.superseded, refusals = drop_superseded_and_duplicates(
         outcome.accepted, incumbents=set(incumbents)
     )
@@ -275,17 +377,39 @@ def validate_all(
     return outcome
 
 
+def default_jobs() -> int:
+    """Validating processes at once: the cores this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _asdict(limits: ReadLimits | None) -> dict[str, Any] | None:
+    return dataclasses.asdict(limits) if limits else None
+
+
+def _readable(answer: Mapping[str, Any]) -> bool:
+    """A stored answer that reads back as what a validating process sends (else revalidate)."""
+    try:
+        if "accepted" in answer:
+            Submission.from_data(answer["accepted"])
+        else:
+            [Problem(**p) for p in answer["refused"]]
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return False
+    return True
+
+
 def _limit_problem(name: str, answer: Mapping[str, Any], limits: Limits) -> Problem:
-    kind = answer.get("limit", "crash")
+    kind = answer["limit"]
     if kind == "memory":
         message = (
             f"validating it needed more than {limits.describe_memory()} of memory (the limit "
             f"of one submission's validating process)"
         )
-    elif kind == "time":
-        message = f"validating it took longer than {limits.seconds:g} s (the limit per submission)"
     else:
-        message = f"its validating process ended without an answer ({answer.get('detail')})"
+        message = f"validating it took longer than {limits.seconds:g} s (the limit per submission)"
     return Problem(kind, name, message)
 
 

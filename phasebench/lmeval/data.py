@@ -290,13 +290,11 @@ def _truthy(value: Any) -> bool:
 _SENTINEL = "\x00PHASEBENCH\x00"
 
 
-def chat_offset(tok: PhaseTokenizer, row: Mapping[str, Any], system: str | None = None) -> int:
-    """Tokens a chat template adds before the prompt, as lm-eval's ``hf`` backend encodes it.
-
-    Measured on the exact path: the templated prompt is encoded whole and the anchor's token is
-    found through the offsets mapping. A template that the tokenizer does not define raises, and
-    the caller falls back on offset invariance (DESIGN section 2).
-    """
+def chat_template_frame(tok: PhaseTokenizer, system: str | None = None) -> tuple[str, str, bool]:
+    """The text a chat template puts before and after one user message (after an optional
+    ``system`` turn, with the generation prompt), and whether the tokenizer's special tokens are
+    added when the whole is encoded: not when the template already starts with the BOS, as
+    lm-eval's ``hf`` backend skips a second one."""
     messages = ([{"role": "system", "content": system}] if system else []) + [
         {"role": "user", "content": _SENTINEL}
     ]
@@ -308,9 +306,19 @@ def chat_offset(tok: PhaseTokenizer, row: Mapping[str, Any], system: str | None 
             f"run without --apply_chat_template (phases only relabel under a constant offset)"
         ) from None
     before, _, after = text.partition(_SENTINEL)
-    whole = before + row["prompt"] + after
     bos = getattr(tok.hf, "bos_token", None)
-    special = not (bos and whole.startswith(bos))  # lm-eval skips a second BOS the same way
+    return before, after, not (bos and before.startswith(bos))
+
+
+def chat_offset(tok: PhaseTokenizer, row: Mapping[str, Any], system: str | None = None) -> int:
+    """Tokens a chat template adds before the prompt, as lm-eval's ``hf`` backend encodes it.
+
+    Measured on the exact path: the templated prompt is encoded whole and the anchor's token is
+    found through the offsets mapping. A template that the tokenizer does not define raises, and
+    the caller falls back on offset invariance (DESIGN section 2).
+    """
+    before, after, special = chat_template_frame(tok, system)
+    whole = before + row["prompt"] + after
     enc = tok.hf(whole, return_offsets_mapping=True, add_special_tokens=special)
     if row["family"] == "code":  # the anchor is the first answer token: after the whole context
         return len(enc["input_ids"]) - int(row["anchor_index"])

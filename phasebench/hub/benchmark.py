@@ -1,0 +1,108 @@
+"""The dataset repository as a Hub *benchmark*: its ``eval.yaml``.
+
+The Hub marks a dataset repository holding an ``eval.yaml`` at its root as a benchmark: the file
+names the benchmark, says which evaluation framework runs it, and lists its tasks, each an ``id``
+with the ``config`` and ``split`` of the data it runs on (Hub documentation, "Evaluation
+Results"). Model repositories then publish scores for a task as ``.eval_results/*.yaml`` files
+(:mod:`phasebench.leaderboard.eval_results`), which the Hub gathers into a leaderboard per task.
+
+Here a task is one family at one length, the same unit as a board of phasebench's own
+leaderboard: ``kv_4096`` (:func:`task_id`). It points at the repository's config of that family
+and length and its ``test`` split. A repository may hold that split for several tokenizers; the
+task names the default config's tokenizer when it is one of them, else the first. That is no
+loss: a model's score on ``kv_4096`` is computed on the same spec regenerated for the model's own
+tokenizer (phasebench's lm-eval tasks do so), so one task serves every tokenizer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from phasebench.errors import HubError
+
+EVAL_FILE = "eval.yaml"
+#: The harness that runs phasebench's tasks (phasebench registers them with lm-eval).
+EVALUATION_FRAMEWORK = "lm-evaluation-harness"
+DESCRIPTION = (
+    "Phase-balanced long-context retrieval splits. Every item is asked at each phase of the "
+    "fact's token position modulo a stride, so a model whose attention or KV cache works in "
+    "fixed token windows shows a worst phase below its average. Scores are the worst phase "
+    "(cross-fitted), with the average and the gap between them alongside."
+)
+#: The keys of ``eval.yaml`` and of each of its tasks, as the Hub documents them.
+EVAL_KEYS = ("name", "description", "evaluation_framework", "tasks")
+TASK_KEYS = ("id", "config", "split")
+
+
+def task_id(family: str, length: int) -> str:
+    """The benchmark task of one family at one length (``kv_4096``)."""
+    return f"{family}_{int(length)}"
+
+
+def eval_tasks(index: Mapping[str, Any]) -> list[dict[str, str]]:
+    """One task per family x length of a repository index (``phasebench.json``), in the
+    index's order, each with the config it names and the split."""
+    default = next((c for c in index["configs"] if c["name"] == index["default_config"]), None)
+    chosen: dict[str, dict[str, Any]] = {}
+    for config in index["configs"]:
+        tid = task_id(config["family"], config["length"])
+        if tid not in chosen or (
+            default is not None
+            and config["tokenizer"] == default["tokenizer"]
+            and chosen[tid]["tokenizer"] != default["tokenizer"]
+        ):
+            chosen[tid] = config
+    order = {task_id(c["family"], c["length"]): i for i, c in enumerate(index["configs"])}
+    return [
+        {"id": tid, "config": chosen[tid]["name"], "split": index["split"]}
+        for tid in sorted(chosen, key=order.__getitem__)
+    ]
+
+
+def eval_yaml_data(index: Mapping[str, Any]) -> dict[str, Any]:
+    """The content of ``eval.yaml`` for a repository index."""
+    return {
+        "name": index["pretty_name"],
+        "description": DESCRIPTION,
+        "evaluation_framework": EVALUATION_FRAMEWORK,
+        "tasks": eval_tasks(index),
+    }
+
+
+def render_eval_yaml(index: Mapping[str, Any]) -> str:
+    """``eval.yaml`` as text (keys in the documented order)."""
+    import yaml
+
+    return yaml.safe_dump(eval_yaml_data(index), sort_keys=False, allow_unicode=True, width=96)
+
+
+def parse_eval_yaml(text: str) -> dict[str, Any]:
+    """``eval.yaml`` read back and checked against the documented format: the four keys, text
+    values, and tasks that each give a unique ``id``, a ``config`` and a ``split``;
+    :class:`HubError` naming the first problem."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise HubError(f"{EVAL_FILE} is not YAML ({str(exc).splitlines()[0]})") from None
+    if not isinstance(data, dict) or sorted(data) != sorted(EVAL_KEYS):
+        got = sorted(data) if isinstance(data, dict) else type(data).__name__
+        raise HubError(f"{EVAL_FILE} must hold exactly {', '.join(EVAL_KEYS)} (got {got})")
+    for key in ("name", "description", "evaluation_framework"):
+        if not isinstance(data[key], str) or not data[key].strip():
+            raise HubError(f"{EVAL_FILE}: {key!r} must be non-empty text")
+    tasks = data["tasks"]
+    if not isinstance(tasks, list) or not tasks:
+        raise HubError(f"{EVAL_FILE}: 'tasks' must be a non-empty list")
+    seen = set()
+    for task in tasks:
+        if not isinstance(task, dict) or sorted(task) != sorted(TASK_KEYS):
+            raise HubError(f"{EVAL_FILE}: every task gives exactly {', '.join(TASK_KEYS)}")
+        if not all(isinstance(task[k], str) and task[k] for k in TASK_KEYS):
+            raise HubError(f"{EVAL_FILE}: task {task!r} has an empty or non-text field")
+        if task["id"] in seen:
+            raise HubError(f"{EVAL_FILE}: task id {task['id']!r} appears twice")
+        seen.add(task["id"])
+    return data

@@ -1,0 +1,38 @@
+"""Functions the isolation tests run in validating processes (``support.workers:NAME``): each
+does for real what a machine or a worker can do wrong, so the tests see real crashes, kills and
+import errors, never a stand-in for them."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+
+def rendezvous(payload: dict[str, Any]) -> str:
+    """Leave a mark, then wait (at most ``wait`` seconds) for the other process's mark:
+    ``met`` proves the two ran at the same time, whatever the machine's speed."""
+    Path(payload["mine"]).touch()
+    deadline = time.monotonic() + payload["wait"]
+    while time.monotonic() < deadline:
+        if Path(payload["other"]).exists():
+            return "met"
+        time.sleep(0.01)
+    return "alone"
+
+
+def killed(payload: Any) -> None:
+    """Die of SIGKILL, as a process does when the kernel's out-of-memory killer picks it."""
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def exits(payload: Any) -> None:
+    """End the process at once with exit code 3, without an answer."""
+    os._exit(3)
+
+
+def imports_a_missing_module(payload: Any) -> None:
+    """Import a module that is not installed (as validation would on an incomplete machine)."""
+    import phasebench_no_such_module  # noqa: F401

@@ -1,0 +1,263 @@
+"""phasebench's phase labels against DeepSeek-V4's own compression grid.
+
+transformers ships DeepSeek-V4 (``DeepseekV4ForCausalLM``). Its CSA compressor closes a window
+every ``compress_rate`` (m = 4) tokens of the sequence the model is fed and pools each entry over
+``2m`` tokens (the previous window's Ca series and the current window's Cb series), each token
+weighted by a gate plus a learned bias per *slot* of the window (``position_bias``); its HCA
+compressor pools blocks of 128. A token's slot is its position in the fed sequence modulo the
+stride, so the phase phasebench labels (``anchor_index mod P``) is the architecture's phase only
+if ``anchor_index`` counts exactly the tokens the model is fed, from the first one.
+
+Here a tiny random ``DeepseekV4ForCausalLM`` (one CSA layer, one HCA layer, the DeepSeek-V4
+tokenizer) answers phasebench niah and kv rows through the real ``phasebench eval --model hf``
+(lm-eval's ``hf`` backend, in this process), without BOS, with ``add_bos_token=True``, and with
+``--apply_chat_template`` (a DeepSeek-style template saved with the tokenizer). Forward hooks
+record, for every prompt, the ids the model received and each compressor's input and output in
+the prefill. Then, from the compressor's own computation: the entries that change when the
+anchor's input is perturbed are the ones whose windows hold it, and the tokens that feed each of
+those entries (the nonzero rows of its gradient) are its window. Every row's anchor must sit at
+offset ``anchor_index mod m`` of its CSA windows (and ``anchor_index mod 128`` of its HCA block).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from support.lmeval import offline_env
+
+LENGTH = 256
+MODULUS = 4
+N_BASE = 8
+CSA = "compressed_sparse_attention"
+HCA = "heavily_compressed_attention"
+#: DeepSeek's chat layout (BOS, user turn, assistant turn); the tokenizer.json has no template.
+CHAT_TEMPLATE = (
+    "{{ bos_token }}{% for m in messages %}{% if m['role'] == 'system' %}{{ m['content'] }}"
+    "{% elif m['role'] == 'user' %}<｜User｜>{{ m['content'] }}{% else %}<｜Assistant｜>"
+    "{{ m['content'] }}{% endif %}{% endfor %}{% if add_generation_prompt %}<｜Assistant｜>"
+    "{% endif %}"
+)
+RUNS = {
+    "plain": {"model_args": "", "extra": []},
+    "bos": {"model_args": ",add_bos_token=True", "extra": []},
+    "chat": {"model_args": "", "extra": ["--apply_chat_template"]},
+}
+
+
+def make_tiny_deepseek_v4(folder: Path) -> None:
+    """A 2-layer DeepseekV4ForCausalLM (CSA then HCA, hidden size 32) with random weights from a
+    derived stream, random ``position_bias`` (transformers initialises it to zero), and the
+    DeepSeek-V4 tokenizer with :data:`CHAT_TEMPLATE`, saved into ``folder``."""
+    import torch
+    from transformers import DeepseekV4Config, DeepseekV4ForCausalLM
+
+    from phasebench.rng import derive_rng
+    from phasebench.tokenization import load_tokenizer
+
+    tok = load_tokenizer("deepseek-v4").hf
+    config = DeepseekV4Config(
+        vocab_size=len(tok),
+        hidden_size=32,
+        moe_intermediate_size=16,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        head_dim=16,
+        partial_rotary_factor=0.5,
+        q_lora_rank=16,
+        o_groups=1,
+        o_lora_rank=8,
+        n_routed_experts=2,
+        num_experts_per_tok=1,
+        n_shared_experts=1,
+        layer_types=[CSA, HCA],
+        mlp_layer_types=["moe", "moe"],
+        hc_mult=2,
+        sliding_window=16,
+        index_n_heads=2,
+        index_head_dim=16,
+        index_topk=8,
+        max_position_embeddings=4096,
+        bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id,
+    )
+    model = DeepseekV4ForCausalLM(config)
+    rng = derive_rng(0, "tests", "deepseek-v4-grid")
+    with torch.no_grad():
+        for _, param in sorted(model.named_parameters()):
+            if param.dtype.is_floating_point:
+                param.copy_(torch.from_numpy(rng.normal(0.0, 0.05, tuple(param.shape))))
+    model.save_pretrained(folder)
+    tok.chat_template = CHAT_TEMPLATE
+    tok.save_pretrained(folder)
+
+
+class Recorder:
+    """Global forward hooks: per prefill (a forward over more than one token), the input ids
+    and every compressor's inputs, output and cache position before the call."""
+
+    def __init__(self) -> None:
+        self.prefills: list[dict] = []
+
+    def __enter__(self) -> Recorder:
+        from torch.nn.modules.module import (
+            register_module_forward_hook,
+            register_module_forward_pre_hook,
+        )
+
+        self._handles = [
+            register_module_forward_pre_hook(self._pre),
+            register_module_forward_hook(self._post),
+        ]
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for handle in self._handles:
+            handle.remove()
+
+    @staticmethod
+    def _is_compressor(module) -> bool:
+        return type(module).__name__ in ("DeepseekV4CSACompressor", "DeepseekV4HCACompressor")
+
+    def _pre(self, module, args) -> None:
+        name = type(module).__name__
+        if name == "DeepseekV4Model":
+            return
+        if name == "Embedding" and args and args[0].dim() == 2 and args[0].shape[1] > 1:
+            self.prefills.append({"ids": args[0][0].tolist(), "compressors": {}})
+        elif self._is_compressor(module) and args[0].shape[1] > 1:
+            hidden, q_residual, position_ids, cache, layer_idx = args
+            layer = cache.layers[layer_idx]
+            self.prefills[-1]["compressors"][layer_idx] = {
+                "module": module,
+                "rate": module.compress_rate,
+                "kind": name,
+                "entries_before": layer.entry_count["compressor"],
+                "args": (hidden.detach().clone(), q_residual.detach().clone(), position_ids),
+            }
+
+    def _post(self, module, args, output) -> None:
+        if self._is_compressor(module) and args[0].shape[1] > 1:
+            record = self.prefills[-1]["compressors"][args[4]]
+            record["output"] = output[0].detach().clone()
+
+
+def compressed(module, hidden, q_residual, position_ids, layer_idx):
+    """The compressor's entries for ``hidden`` on a fresh sequence (no cache: windows from 0)."""
+    return module(hidden, q_residual, position_ids, None, layer_idx)[0][0, 0]
+
+
+def window_offsets(record: dict, layer_idx: int, anchor: int) -> list[tuple[int, ...]]:
+    """``(entry, window start, width, anchor's offset in the window)`` for every compressed
+    entry the anchor feeds, found from the compressor's own computation: perturbing the
+    anchor's input changes exactly these entries, and the nonzero rows of an entry's gradient
+    with respect to the input are the tokens of its window."""
+    import torch
+
+    hidden, q_residual, position_ids = record["args"]
+    module = record["module"]
+    with torch.no_grad():
+        base = compressed(module, hidden, q_residual, position_ids, layer_idx)
+        moved = hidden.clone()
+        moved[0, anchor] += 1.0
+        changed = compressed(module, moved, q_residual, position_ids, layer_idx)
+    entries = [int(e) for e in torch.nonzero((changed - base).abs().amax(dim=-1) > 1e-6).flatten()]
+    found = []
+    for entry in entries:
+        source = hidden.clone().requires_grad_(True)
+        compressed(module, source, q_residual, position_ids, layer_idx)[entry].sum().backward()
+        window = torch.nonzero(source.grad[0].abs().amax(dim=-1) > 0).flatten().tolist()
+        assert window == list(range(window[0], window[-1] + 1)), window  # contiguous
+        found.append((entry, window[0], len(window), anchor - window[0]))
+    return found
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, monkeypatch_module):
+    """``phasebench eval --model hf`` on niah and kv through the tiny DeepSeek-V4, once per
+    setting of :data:`RUNS`, with the prefills recorded (one generated token: the grid is the
+    prompt's, set in the prefill)."""
+    from phasebench.lmeval.harness import run_eval
+
+    work = tmp_path_factory.mktemp("dsv4")
+    folder = work / "model"
+    make_tiny_deepseek_v4(folder)
+    for key, value in offline_env(work / "cache").items():
+        monkeypatch_module.setenv(key, value)
+    metadata = {"max_seq_lengths": [LENGTH], "phase_modulus": MODULUS, "n_base": N_BASE}
+    found = {}
+    for name, setting in RUNS.items():
+        out = work / name
+        argv = [
+            "--model", "hf", "--model_args",
+            f"pretrained={folder},dtype=float32" + setting["model_args"],
+            "--tasks", "phasebench_niah,phasebench_kv", "--device", "cpu", "--batch_size", "1",
+            "--metadata", json.dumps(metadata), "--log_samples", "--output_path", str(out),
+            "--seed", "0", "--gen_kwargs", "max_gen_toks=1", *setting["extra"],
+        ]  # fmt: skip
+        with Recorder() as recorder:
+            result = run_eval(argv)
+        samples = [
+            json.loads(line) for f in result.samples_files for line in f.read_text().splitlines()
+        ]
+        found[name] = (folder, recorder.prefills, samples)
+    return found
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    mp = pytest.MonkeyPatch()
+    yield mp
+    mp.undo()
+
+
+def match(prefills: list[dict], samples: list[dict], tok) -> list[tuple[dict, dict]]:
+    """Pair each logged sample with the one prefill whose decoded ids hold its prompt."""
+    texts = [tok.decode(p["ids"], skip_special_tokens=False) for p in prefills]
+    pairs = []
+    for sample in samples:
+        hits = [i for i, text in enumerate(texts) if sample["doc"]["prompt"] in text]
+        assert len(hits) == 1, (sample["doc"]["id"], hits)
+        pairs.append((sample, prefills[hits[0]]))
+    assert len({id(p) for _, p in pairs}) == len(pairs) == len(prefills)
+    return pairs
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("setting", sorted(RUNS))
+def test_every_anchor_sits_at_its_labelled_slot_of_the_compression_windows(runs, setting):
+    from transformers import AutoTokenizer
+
+    folder, prefills, samples = runs[setting]
+    tok = AutoTokenizer.from_pretrained(folder)
+    pairs = match(prefills, samples, tok)
+    families = {s["doc"]["family"] for s, _ in pairs}
+    assert families == {"niah", "kv"} and len(pairs) == 2 * N_BASE * MODULUS
+    for sample, prefill in pairs:
+        doc, ids = sample["doc"], prefill["ids"]
+        anchor = int(doc["anchor_index"])
+        # the setting did what it says to the fed sequence
+        assert (ids[0] == tok.bos_token_id) == (setting != "plain"), setting
+        assert (int(doc.get("anchor_offset") or 0) > 1) == (setting == "chat")
+        # the labelled anchor is the first token of the needle's key in the fed ids
+        key = str(doc["needle_key"])
+        assert tok.decode(ids[anchor:]).lstrip().startswith(key), doc["id"]
+        assert not tok.decode(ids[anchor + 1 :]).lstrip().startswith(key), doc["id"]
+        assert doc["phase"] == anchor % MODULUS
+        for layer_idx, record in prefill["compressors"].items():
+            m = record["rate"]
+            assert record["entries_before"] == 0  # the prompt's windows count from its first id
+            hidden, q_residual, position_ids = record["args"]
+            again = compressed(record["module"], hidden, q_residual, position_ids, layer_idx)
+            assert again.shape == record["output"][0, 0].shape
+            assert (again - record["output"][0, 0]).abs().max() < 1e-5  # same computation
+            offsets = window_offsets(record, layer_idx, anchor)
+            width = 2 * m if record["kind"] == "DeepseekV4CSACompressor" else m
+            # CSA: two overlapping windows (unless the anchor is in the last, unfilled one)
+            assert 1 <= len(offsets) <= (2 if width == 2 * m else 1), offsets
+            for _entry, start, seen_width, offset in offsets:
+                # CSA's first entry has no previous window: its width is m
+                assert seen_width == (m if start == 0 else width), offsets
+                assert offset % m == anchor % m, (doc["id"], layer_idx, offsets, anchor)

