@@ -426,3 +426,31 @@ def test_a_claimed_spec_beyond_the_boards_is_refused_without_regenerating(
     ((_, (problem,)),) = outcome.refused
     assert problem.rule == "hash" and "boards accept" in problem.message, problem
     assert not any(cache.rglob("*.parquet"))
+
+
+# -- 9 (second round). text that reorders or hides itself ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("field", "text"),
+    [("kv_cache", "none \u202egnp.exe"), ("notes", "fine\u200b print"), ("contact", "a@b.c\x85"),
+     ("notes", "left \u2066isolate\u2069")],
+    ids=["bidi-override", "zero-width", "c1-control", "bidi-isolate"],
+)  # fmt: skip
+def test_invisible_characters_in_submitted_text_are_refused(
+    tmp_path, submission_rows, regen_cache, field, text
+):
+    subs = tmp_path / "subs"
+    make_submission(subs, submission_rows, model="acme/bidi", meta={field: text})
+    outcome = validate_all(subs, tasks=TASKS, cache=regen_cache)
+    assert not outcome.accepted
+    assert _outcome_rules(outcome) == {f"acme__bidi/{REVISION}": "schema"}
+
+
+def test_mark_reproduced_refuses_a_c1_control_in_by(tmp_path, submission_rows, capsys):
+    folder = make_submission(tmp_path / "subs", submission_rows, model="acme/m")
+    for by in ("Ada\x9b31m", "Ada \u202eenaM"):
+        assert main(["leaderboard", "mark-reproduced", str(folder), "--by", by]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "--by" in err, err
+    assert not (folder / "reproduced.yaml").exists()

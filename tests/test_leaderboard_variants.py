@@ -104,3 +104,32 @@ def test_supersedes_replaces_the_same_variant_only(tmp_path, submission_rows, re
         f"acme__m/{newer}+kvpress-a",
     ]
     assert outcome.superseded == [(f"acme__m/{REVISION}+kvpress-a", f"acme__m/{newer}+kvpress-a")]
+
+
+def test_one_model_on_two_serving_stacks_is_two_rows(tmp_path, submission_rows, regen_cache):
+    from phasebench.leaderboard.render import board_page
+    from phasebench.leaderboard.score import flat_table, write_tables
+
+    vllm = {"engine": "vllm", "version": "0.28.0", "flags": ["prefix-caching", "chunked-prefill"]}
+    sglang = {"engine": "sglang", "version": "0.5.2"}
+    for name, serving in (("vllm", vllm), ("sglang", sglang)):
+        _variant(tmp_path, submission_rows, name, backend="local-completions",
+                 kv_cache="CSA window 8 stride 4", serving=serving)  # fmt: skip
+    outcome = validate_all(tmp_path, tasks=TASKS, cache=regen_cache)
+    assert not outcome.refused, outcome.report_lines()
+    board = score(outcome)
+    labels = ["sglang 0.5.2", "vllm 0.28.0; prefix-caching, chunked-prefill"]
+    assert sorted(r["serving"] for r in board["rows"]) == labels
+    assert sorted(flat_table(board)["serving"]) == labels
+    write_tables(board, tmp_path / "out")
+    assert labels[1] in (tmp_path / "out" / "leaderboard.csv").read_text()
+    build_site(board, tmp_path / "site")
+    page = (tmp_path / "site" / board_page(board["rows"][0]["board"])).read_text()
+    assert f"served by {labels[1]}" in page and f"served by {labels[0]}" in page
+
+
+def test_a_serving_field_is_checked_by_the_schema(tmp_path, submission_rows, regen_cache):
+    _variant(tmp_path, submission_rows, "vllm", serving={"engine": "vLLM <b>", "version": "1"})
+    outcome = validate_all(tmp_path, tasks=TASKS, cache=regen_cache)
+    (problem,) = outcome.refused[0][1]
+    assert problem.rule == "schema" and "serving" in problem.message

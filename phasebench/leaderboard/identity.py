@@ -3,7 +3,8 @@
 **Identity.** Two entries are the same when their canonical keys are equal: the model id
 Unicode-normalised (NFKC) and case-folded, the revision, the variant (one configuration of the
 weights, such as a KV-cache press; none for most entries), the precision, whether a chat template
-was applied, and the task versions (:func:`identity_key`). ``Tiny-Random-Llama`` and
+was applied, the serving stack (engine, version and flags; none for a run on lm-eval's own
+backend), and the task versions (:func:`identity_key`). ``Tiny-Random-Llama`` and
 ``tiny-random-llama`` at one revision are one model.
 
 **Who was there first** keeps its place; every later copy is refused (rule ``duplicate``). The
@@ -24,11 +25,12 @@ not yet on a published board. The review of the pull request that adds a submiss
 guard there; the report names the entry that was kept.
 
 **Supersedes.** ``supersedes: <revision>`` retires the entries of the same canonical model at
-that revision, with the same variant, precision and chat-template setting, only when the new
-entry gives the same contact (case-folded) and its run is later than theirs. Without accounts,
-"the same submitter" can only mean "the same contact": a third party who copies the contact can
-still claim it, and again the pull-request review (who may change which folder) is what stops
-them. A retired entry is never deleted: the report and the site list it as superseded, by whom.
+that revision, with the same variant, precision, chat-template setting and serving engine, only
+when the new entry gives the same contact (case-folded) and its run is later than theirs.
+Without accounts, "the same submitter" can only mean "the same contact": a third party who
+copies the contact can still claim it, and again the pull-request review (who may change
+which folder) is what stops them. A retired entry is never deleted: the report and the site
+list it as superseded, by whom.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ __all__ = [
     "drop_superseded_and_duplicates",
     "identity_key",
     "incumbents_from",
+    "serving_key",
 ]
 
 
@@ -68,8 +71,22 @@ def identity_key(sub: Any) -> tuple:
         sub.meta.get("variant"),
         sub.meta["precision"],
         bool(sub.meta["chat_template"]),
+        serving_key(sub.meta.get("serving")),
         tuple(sorted(sub.task_versions.items())),
     )
+
+
+def serving_key(serving: Any) -> tuple | None:
+    """The serving stack as identity sees it: engine and version case-folded, flags as a set."""
+    if not serving:
+        return None
+    flags = tuple(sorted({_fold(str(f)) for f in serving.get("flags") or []}))
+    return (_fold(str(serving["engine"])), _fold(str(serving["version"])), flags)
+
+
+def _engine(sub: Any) -> str | None:
+    serving = sub.meta.get("serving")
+    return _fold(str(serving["engine"])) if serving else None
 
 
 def arrival(sub: Any, incumbents: Collection[str] = ()) -> tuple:
@@ -158,6 +175,7 @@ def drop_superseded_and_duplicates(
             and o.meta.get("variant") == sub.meta.get("variant")
             and o.meta["precision"] == sub.meta["precision"]
             and bool(o.meta["chat_template"]) == bool(sub.meta["chat_template"])
+            and _engine(o) == _engine(sub)
         ]
         problems = [p for p in (_supersede_problem(sub, o) for o in olds) if p]
         if problems:

@@ -180,6 +180,7 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
                     "precision": sub.meta["precision"],
                     "backend": sub.meta["backend"],
                     "kv_cache": sub.meta["kv_cache"],
+                    "serving": serving_label(sub.meta.get("serving")),
                     "chat_template": bool(sub.meta["chat_template"]),
                     **exported(summary),
                     "lm_eval_version": sub.provenance["lm_eval_version"],
@@ -323,10 +324,20 @@ def reported_rows(data: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 # -- files --------------------------------------------------------------------------------------
 
+
+def serving_label(serving: Mapping[str, Any] | None) -> str | None:
+    """How a row names its serving stack (``vllm 0.28; prefix-caching, chunked-prefill``), or
+    None for a run on lm-eval's own backend."""
+    if not serving:
+        return None
+    flags = ", ".join(serving.get("flags") or [])
+    return f"{serving['engine']} {serving['version']}" + (f"; {flags}" if flags else "")
+
+
 #: Columns of the flat tables before and after the statistics (:func:`flat_columns`).
 ROW_COLUMNS = [
     "board", "task", "task_version", "length", "modulus", "n_base", "model", "revision",
-    "variant", "precision", "backend", "kv_cache", "chat_template", "rank_worst",
+    "variant", "precision", "backend", "kv_cache", "serving", "chat_template", "rank_worst",
     "rank_average",
 ]  # fmt: skip
 TAIL_COLUMNS = ["lm_eval_version", "transformers_version", "phasebench_version", "date",
