@@ -376,3 +376,21 @@ def test_report_json_inputs_are_one_line(tmp_path, text, words):
     path.write_text(text, errors="surrogateescape")
     assert_one_line(*run(["report", str(path)])[::2], *words)
     assert_one_line(*run(["report", str(tmp_path / "missing.json")])[::2], "does not exist")
+
+
+def test_eval_arguments_of_the_wrong_type_are_one_line():
+    """``max_length=abc`` and ``phase_modulus: "x"`` are refused with the field named (they
+    reached ``int()`` and a traceback before)."""
+    from phasebench.errors import EvalError, SpecError
+    from phasebench.lmeval.data import split_specs
+    from phasebench.lmeval.harness import model_max_length
+
+    with pytest.raises(EvalError, match="max_length"):
+        model_max_length({"pretrained": "x", "max_length": "abc"}, "hf")
+    with pytest.raises(EvalError, match="max_length"):
+        model_max_length({"model": "x", "max_length": "abc"}, "local-completions")
+    with pytest.raises(SpecError, match="phase_modulus"):
+        split_specs("kv", {"tokenizer": "deepseek-v4", "phase_modulus": "x"})
+    assert split_specs("kv", {"tokenizer": "deepseek-v4", "phase_modulus": "4",
+                              "max_seq_lengths": [256]})[0].modulus == 4  # fmt: skip
+    assert model_max_length({"max_length": "4096"}, "hf") == 4096

@@ -84,6 +84,16 @@ def _n_base(family: str, value: Any) -> int:
         ) from None
 
 
+def _integer(kwargs: Mapping[str, Any], name: str, default: int) -> int:
+    """An integer task argument (lm-eval passes ``--metadata`` values as JSON or text)."""
+    value = kwargs.get(name, default)
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise SpecError(f"'{name}' must be an integer (got {value!r})")
+    return value
+
+
 def split_specs(family: str, kwargs: Mapping[str, Any]) -> list[SplitSpec]:
     """The specs a task run asks for: one per length in ``max_seq_lengths``."""
     if family not in FAMILIES:
@@ -93,9 +103,9 @@ def split_specs(family: str, kwargs: Mapping[str, Any]) -> list[SplitSpec]:
         SplitSpec(
             family=family,  # type: ignore[arg-type]
             length=length,
-            modulus=int(kwargs.get("phase_modulus", DEFAULT_MODULUS)),
+            modulus=_integer(kwargs, "phase_modulus", DEFAULT_MODULUS),
             n_base=_n_base(family, kwargs.get("n_base")),
-            seed=int(kwargs.get("seed", 0)),
+            seed=_integer(kwargs, "seed", 0),
             tokenizer=name,
             tokenizer_args=tuple((k, str(v)) for k, v in args.items()),
         )
