@@ -10,7 +10,7 @@ Two steps, as for the audit (the tokenizer comes from the validating environment
     OMP_NUM_THREADS=1 nice -n 10 python benchmarks/kvpress_stride_sweep.py run \\
         --tokenizer WORK/tokenizer --work WORK --submissions leaderboard/submissions \\
         --length 256 --chunks 4,8,2,6,12                                           # kvpress env
-    python benchmarks/kvpress_stride_sweep.py table --work WORK --figure docs/img/F.png
+    python benchmarks/kvpress_stride_sweep.py table --work WORK [WORK2 ...] --figure F.png
 
 ``run`` is resumable (finished runs are skipped) and packs each submission as soon as its run
 ends. ``--n-base`` is the least number of base items; each run takes the smallest multiple of
@@ -129,8 +129,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def table(args: argparse.Namespace) -> int:
-    records = json.loads((Path(args.work) / INDEX).read_text())
-    rows = audit.audit_table(Path(args.work), records)
+    rows = []
+    for work in args.work:  # runs split over several work folders (parallel drivers)
+        records = json.loads((work / INDEX).read_text())
+        rows += audit.audit_table(work, records)
+    rows.sort(key=lambda r: (r["chunk"], r["variant"]))
     lines = audit.markdown_table(rows).splitlines()
     lines[0] = "| c | modulus | base items " + lines[0]
     lines[1] = "|---|---|---" + lines[1]
@@ -156,6 +159,8 @@ def _figure(rows: list[dict], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     chunks = sorted({r["chunk"] for r in rows if r["chunk"]})
+    if not chunks:
+        return
     names = [n for n in SWEPT if any(f"-{n}{c}-" in r["variant"] for r in rows for c in chunks)]
     fig, axes = plt.subplots(
         len(chunks), len(names), figsize=(4.2 * len(names), 1.9 * len(chunks)), squeeze=False
@@ -212,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--threads", type=int, default=1)
     r.add_argument("--contact", default="phasebench maintainers (kvpress stride sweep)")
     t = sub.add_parser("table", help="the table and the figure of docs/kvpress.md")
-    t.add_argument("--work", type=Path, required=True)
+    t.add_argument("--work", type=Path, nargs="+", required=True)
     t.add_argument("--figure", type=Path, default=None)
     args = cli.parse_args(argv)
     try:

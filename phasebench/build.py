@@ -174,6 +174,7 @@ def generate(
     if num_proc < 1:
         raise SpecError(f"'num_proc' must be >= 1 (got {num_proc})")
     check_out_dir(out, specs, overwrite, sharded=shard != (0, 1))
+    check_memory(specs, num_proc)
     tok = tokenizer or load_tokenizer(specs[0].tokenizer, dict(specs[0].tokenizer_args))
     jobs = []
     for spec in specs:  # plan everything before writing anything: bad input writes nothing
@@ -184,6 +185,42 @@ def generate(
     else:
         _generate_shard(jobs, shard, num_proc, progress, tok)
     return [job.folder for job in jobs]
+
+
+def memory_available() -> tuple[int, str]:
+    """The most memory this process may use and what sets it: the address-space limit
+    (``RLIMIT_AS``, e.g. ``ulimit -v``), the cgroup's ``memory.max``, or the machine's memory,
+    whichever is smallest."""
+    import resource
+
+    pages = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    found = [(pages, "the machine's memory")]
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft != resource.RLIM_INFINITY:
+        found.append((soft, "the address-space limit (ulimit -v)"))
+    cgroup = Path("/sys/fs/cgroup/memory.max")
+    try:
+        text = cgroup.read_text()[:64].strip()
+        if text.isdigit():
+            found.append((int(text), "the cgroup's memory.max"))
+    except OSError:
+        pass
+    return min(found)
+
+
+def check_memory(specs: Sequence[SplitSpec], num_proc: int = 1) -> None:
+    """Refuse, before any work, a run whose estimated memory (:meth:`SplitSpec.estimated_memory`,
+    once per worker process) exceeds what this process may use."""
+    biggest = max(specs, key=lambda s: s.estimated_memory())
+    need = biggest.estimated_memory() * max(1, num_proc)
+    limit, why = memory_available()
+    if need > limit:
+        raise SpecError(
+            f"{biggest.config_name} needs about {need / 2**30:.1f} GiB of memory to build "
+            f"({f'{num_proc} processes x ' if num_proc > 1 else ''}{biggest.length:,} tokens); "
+            f"{why} allows {limit / 2**30:.1f} GiB (a shorter --length, fewer --num-proc, or "
+            f"more memory)"
+        )
 
 
 def _generate_staged(

@@ -18,20 +18,22 @@ from __future__ import annotations
 import json
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from phasebench import metrics
 from phasebench._version import __version__
 from phasebench.atomic import atomic_write_text
 from phasebench.errors import SamplesError
-from phasebench.rows import config_length
+from phasebench.rows import config_length, row_problem
 from phasebench.samples import (
     RESULTS_NAME,
     SAMPLES_NAME,
     SERVED_KEY,
     SERVED_STATES,
+    ScoredRecord,
     iter_samples,
     read_results,
     scored_record,
@@ -161,11 +163,23 @@ def _unique_names(runs: list[Run]) -> None:
             seen[run.name] = 1
 
 
+#: Largest phasebench report JSON read back.
+MAX_REPORT_BYTES = 64 * 1024 * 1024
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number a report holds")
+
+
 def _read_report_json(path: Path) -> dict[str, Any]:
+    """A report written by :func:`write_json`, read with a size bound, no NaN or infinity and
+    no nesting deeper than the parser allows; a :class:`SamplesError` line otherwise."""
+    if path.stat().st_size > MAX_REPORT_BYTES:
+        raise SamplesError(f"{path} is larger than {MAX_REPORT_BYTES} bytes; not a report")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise SamplesError(f"{path} is not JSON ({exc})") from None
+        data = json.loads(path.read_bytes().decode("utf-8"), parse_constant=_no_constant)
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise SamplesError(f"{path} is not JSON ({type(exc).__name__}: {str(exc)[:120]})") from None
     if not isinstance(data, dict) or data.get("format") != REPORT_FORMAT:
         raise SamplesError(
             f"{path} is neither an lm-eval results_<date>.json nor a phasebench report "
@@ -178,7 +192,11 @@ def _read_report_json(path: Path) -> dict[str, Any]:
 
 
 def build_report(
-    runs: Sequence[Run], *, n_boot: int = 1000, n_perm: int = 1000, seed: int = 0
+    runs: Sequence[Run],
+    *,
+    n_boot: int = metrics.N_BOOT,
+    n_perm: int = metrics.N_PERM,
+    seed: int = metrics.SEED,
 ) -> dict[str, Any]:
     """Every number the report shows, as a JSON-ready dict.
 
@@ -228,7 +246,7 @@ def build_report(
 
 def _group(
     task: str, samples: list[dict[str, Any]]
-) -> tuple[dict[tuple[str, int], list[tuple]], dict[tuple[str, int], dict[str, Any]]]:
+) -> tuple[dict[tuple[str, int], list[ScoredRecord]], dict[tuple[str, int], dict[str, Any]]]:
     """Scored records per (task label, config length), and per group the server's witness:
     how many samples' server counts agree with their labels, disagree, or were not reported,
     and the first disagreement. A task run with several filters is several labels. Samples that
@@ -236,7 +254,7 @@ def _group(
     model read another sequence than the one the phases were computed for); a phasebench doc
     with a broken field is refused with the sample's number."""
     filters = sorted({str(s.get("filter", "none")) for s in samples})
-    groups: dict[tuple[str, int], list[tuple]] = defaultdict(list)
+    groups: dict[tuple[str, int], list[ScoredRecord]] = defaultdict(list)
     served: dict[tuple[str, int], dict[str, Any]] = {}
     for number, s in enumerate(samples, 1):
         doc = s.get("doc")
@@ -246,6 +264,8 @@ def _group(
         missing = [k for k in DOC_FIELDS if k not in doc]
         if missing:
             raise SamplesError(f"{where}: doc has no {', '.join(missing)}")
+        if problem := row_problem(doc):  # phase 1.5 or true is refused, never read as 1
+            raise SamplesError(f"{where}: doc.{problem}")
         label = task if len(filters) == 1 else f"{task}/{s.get('filter', 'none')}"
         key = (label, config_length(doc))
         try:
@@ -269,8 +289,8 @@ def _group(
             record = scored_record(doc, acc, margin)
         except (KeyError, TypeError, ValueError) as exc:
             raise SamplesError(f"{where}: doc field {exc} is missing or not a number") from None
-        if not 0 <= record[3] < record[1]:
-            raise SamplesError(f"{where}: phase {record[3]} is not in 0..{record[1] - 1}")
+        if not 0 <= record.phase < record.modulus:
+            raise SamplesError(f"{where}: phase {record.phase} is not in 0..{record.modulus - 1}")
         groups[key].append(record)
     return groups, served
 
@@ -323,10 +343,71 @@ def _p(p: float | None) -> str:
     return "n/a" if p is None else f"{p:.3g}"
 
 
+def _signed(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:+.3f}"
+
+
+def format_value(stat: metrics.Statistic, value: Any) -> str:
+    """One statistic's value as the terminal tables write it (accuracies and gaps in points,
+    0..100)."""
+    if stat.unit in ("%", "pp"):
+        return _pct(value)
+    if stat.unit == "p":
+        return _p(value)
+    if stat.unit == "nats":
+        return _signed(value)
+    if stat.unit == "flag":
+        return "n/a" if value is None else ("yes" if value else "no")
+    if stat.unit == "number":
+        return "n/a" if value is None else f"{value:.2f}"
+    if stat.unit == "phase":
+        return "n/a" if value is None else f"phase {value}"
+    return "none" if value is None else str(value)  # tokens
+
+
+def _note(stat: metrics.Statistic, value: Any) -> str:
+    if stat.unit == "flag":
+        return "n/a" if value is None else ("" if value else "not ") + stat.label
+    return f"{stat.symbol or stat.label} {format_value(stat, value).strip()}"
+
+
+def _shown(stat: metrics.Statistic, entry: Mapping[str, Any]) -> bool:
+    """Whether an entry has this statistic (a family without a margin has no margin rows;
+    Cochran's Q is only defined for 0/1 outcomes)."""
+    if stat.needs_margin and "margin" not in entry:
+        return False
+    if stat.unit == "number" and stat.value(entry) is None:
+        return False
+    return stat.per_phase or stat.read is not None or stat.key in entry
+
+
+def _statistic_lines(entry: Mapping[str, Any]) -> list[str]:
+    """One line per declared statistic of the entry, with its interval and the statistics
+    declared to be shown with it."""
+    declared = metrics.statistics()
+    lines = []
+    for stat in declared:
+        if not stat.terminal or stat.shown_with is not None or not _shown(stat, entry):
+            continue
+        label = stat.label.ljust(12) if len(stat.label) < 12 else stat.label + " "
+        line = f"  {label}{format_value(stat, stat.value(entry))}"
+        if stat.interval is not None:
+            line += f"  {_ci(stat.interval_of(entry))}"
+        notes = [
+            _note(n, n.value(entry))
+            for n in declared
+            if n.shown_with == stat.key and n.terminal and _shown(n, entry)
+        ]
+        if notes:
+            line += f"  ({'; '.join(notes)})"
+        lines.append(line)
+    return lines
+
+
 def render_tables(report: dict[str, Any]) -> str:
-    """Terminal tables: one block per run, task and length (numbers in points, 0..100). A
-    config with the length axis shows each varied axis and, when both ran, the 2-D table of
-    accuracy per (needle phase, length phase)."""
+    """Terminal tables: one block per run, task and length (numbers in points, 0..100), then a
+    legend of the statistics shown. A config with the length axis shows each varied axis and,
+    when both ran, the 2-D table of accuracy per (needle phase, length phase)."""
     blocks = []
     for run, body in report["runs"].items():
         for task, lengths in body["tasks"].items():
@@ -354,31 +435,18 @@ def render_tables(report: dict[str, Any]) -> str:
                 blocks.append("\n".join(lines))
     if len(report["runs"]) > 1:
         blocks.append("comparison\n" + _indent(comparison_frame(report).to_string(index=False)))
+    blocks.append(legend(report))
     return "\n\n".join(blocks) + "\n"
 
 
-def _axis_lines(e: dict[str, Any]) -> list[str]:
-    """Average, worst, best, gap, period and the per-phase table of one axis's summary."""
+def _axis_lines(e: Mapping[str, Any]) -> list[str]:
+    """One axis's summary: a line per declared statistic, the phase subset it covers, the
+    phase-lock rates of a margin family and the per-phase table."""
     import pandas as pd
 
-    verdict = "significant" if e["significant"] else "not significant"
-    period = e["dominant_period"] if e["dominant_period"] is not None else "none"
-    lines = [
-        f"  average     {_pct(e['acc'])}  {_ci(e['acc_ci'])}",
-        f"  worst phase {_pct(e['worst_phase'])}  {_ci(e['worst_phase_ci'])}"
-        f"  (phase {e['worst_phase_index']})",
-        f"  worst, x-fit{_pct(e['worst_phase_crossfit'])}  "
-        f"{_ci(e['worst_phase_crossfit_ci'])}  (cross-fitted: chosen on half the "
-        f"items, measured on the other)",
-        f"  best phase  {_pct(e['best_phase'])}  (phase {e['best_phase_index']})",
-        f"  gap         {_pct(e['gap'])}  {_ci(e['gap_ci'])}  p = {_p(e['p_value'])}"
-        f" ({verdict}; null gap 95% = {_pct(e['null_gap_q95']).strip()})",
-        f"  period      {period}",
-    ]
+    lines = _statistic_lines(e)
     if e.get("phases"):
         lines.append(f"  subset      residues {_ranges(e['phases'])} of 0..{e['modulus'] - 1}")
-    if e.get("cochran_q") is not None:
-        lines.append(f"  Cochran Q   {e['cochran_q']:.2f}  p = {_p(e['cochran_p'])}")
     # a phase subset shows only its own residues
     shown = [r for r in e["per_phase"] if r["n"] or not e.get("phases")]
     table = {
@@ -387,18 +455,20 @@ def _axis_lines(e: dict[str, Any]) -> list[str]:
         "n": [str(r["n"]) for r in shown],
     }
     if "per_phase_margin" in e:
-        m = e["per_phase_margin"]
-        table["margin"] = ["n/a" if r["margin"] is None else f"{r['margin']:+.3f}" for r in m]
-        lines.append(f"  margin      {_signed(e['margin'])}")
-        code = e["code"]
-        rates = ", ".join(f"S={s}: {_pct(v).strip()}" for s, v in code["phase_lock_rate"].items())
-        lines.append(f"  phase-lock  {rates}  ({len(code['patterns'])} patterns)")
+        margins = {r["phase"]: r["margin"] for r in e["per_phase_margin"]}
+        table["margin"] = [
+            "n/a" if margins.get(r["phase"]) is None else f"{margins[r['phase']]:+.3f}"
+            for r in shown
+        ]
+        sweeps = e["code"]
+        rates = ", ".join(f"S={s}: {_pct(v).strip()}" for s, v in sweeps["phase_lock_rate"].items())
+        lines.append(f"  phase-lock  {rates}  ({len(sweeps['patterns'])} patterns)")
     frame = pd.DataFrame(table, index=[f"p{r['phase']}" for r in shown]).T
     lines.append(_indent(frame.to_string()))
     return lines
 
 
-def _phase_table_frame(table: dict[str, Any]):
+def _phase_table_frame(table: Mapping[str, Any]):
     import pandas as pd
 
     return pd.DataFrame(
@@ -420,8 +490,27 @@ def _ranges(values: Sequence[int]) -> str:
     return ",".join(parts)
 
 
-def _signed(x: float | None) -> str:
-    return "n/a" if x is None else f"{x:+.3f}"
+def legend(report: Mapping[str, Any] | None = None) -> str:
+    """What each statistic of the tables means, from its declaration (only those some entry
+    of ``report`` has, when given)."""
+    import textwrap
+
+    entries = [
+        e
+        for body in (report or {}).get("runs", {}).values()
+        for lengths in body["tasks"].values()
+        for e in lengths.values()
+    ]
+    lines = ["legend (points, 0-100; intervals 95%, paired bootstrap over base items)"]
+    for stat in metrics.statistics():
+        if not stat.terminal or not stat.help:
+            continue
+        if entries and not any(_shown(stat, e) for e in entries):
+            continue
+        lines += textwrap.wrap(
+            f"{stat.label}: {stat.help}", 98, initial_indent="  ", subsequent_indent="    "
+        )
+    return "\n".join(lines)
 
 
 def _indent(text: str) -> str:
@@ -429,27 +518,20 @@ def _indent(text: str) -> str:
 
 
 def comparison_frame(report: dict[str, Any]):
-    """One row per (task, length, run): average, worst, gap, p-value, period (points)."""
+    """One row per (task, length, run): the statistics the site shows, in points."""
     import pandas as pd
 
+    shown = [s for s in metrics.statistics() if s.site and not s.per_phase]
     rows = []
     for run, body in report["runs"].items():
         for task, lengths in body["tasks"].items():
             for length, e in lengths.items():
-                rows.append(
-                    {
-                        "task": task,
-                        "length": int(length),
-                        "run": run,
-                        "average": _pct(e["acc"]).strip(),
-                        "worst": _pct(e["worst_phase"]).strip(),
-                        "worst x-fit": _pct(e["worst_phase_crossfit"]).strip(),
-                        "gap": _pct(e["gap"]).strip(),
-                        "gap CI": _ci(e["gap_ci"]),
-                        "p": _p(e["p_value"]),
-                        "period": e["dominant_period"] or "none",
-                    }
-                )
+                row = {"task": task, "length": int(length), "run": run}
+                for stat in shown:
+                    row[stat.label] = format_value(stat, stat.value(e)).strip()
+                    if stat.interval is not None:
+                        row[f"{stat.label} CI"] = _ci(stat.interval_of(e))
+                rows.append(row)
     frame = pd.DataFrame(rows)
     return frame.sort_values(["task", "length", "run"], kind="stable")
 

@@ -11,7 +11,14 @@ from typing import Any
 
 import pyarrow as pa
 
-__all__ = ["LENGTH_PHASE_FIELDS", "ROW_FIELDS", "config_length", "paired_unit", "row_schema"]
+__all__ = [
+    "LENGTH_PHASE_FIELDS",
+    "ROW_FIELDS",
+    "config_length",
+    "paired_unit",
+    "row_problem",
+    "row_schema",
+]
 
 #: Column types of the row schema every family writes (families may add columns).
 ROW_FIELDS: list[tuple[str, pa.DataType]] = [
@@ -47,6 +54,33 @@ LENGTH_PHASE_FIELDS: list[tuple[str, pa.DataType]] = [
 def row_schema(extra: Sequence[tuple[str, pa.DataType]] = ()) -> pa.Schema:
     """The parquet schema of a family's rows: :data:`ROW_FIELDS` plus its own columns."""
     return pa.schema(ROW_FIELDS + list(extra))
+
+
+def row_problem(
+    row: Mapping[str, Any], extra: Sequence[tuple[str, pa.DataType]] = ()
+) -> str | None:
+    """What is wrong with the types of a row read from a split (a null, a string where a count
+    belongs, a bool posing as a number), or None. Checked before any field is computed with,
+    so a doctored row is named, never fed to arithmetic."""
+    for name, kind in ROW_FIELDS + list(extra):
+        if name not in row:
+            continue  # a missing column is the reader's finding
+        value = row[name]
+        if value is None:
+            return f"{name} is null"
+        if pa.types.is_integer(kind):
+            ok = isinstance(value, int) and not isinstance(value, bool)
+        elif pa.types.is_floating(kind):
+            ok = isinstance(value, int | float) and not isinstance(value, bool)
+        elif pa.types.is_string(kind):
+            ok = isinstance(value, str)
+        elif pa.types.is_list(kind):
+            ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
+        else:
+            ok = True
+        if not ok:
+            return f"{name} is {type(value).__name__}, not {kind}"
+    return None
 
 
 def config_length(row: Mapping[str, Any]) -> int:

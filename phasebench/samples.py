@@ -7,11 +7,11 @@ from outside is read with bounds: sizes, line lengths, line counts and time are 
 streaming (a small gzip can expand a thousandfold), JSON NaN/Infinity are refused where a number
 must be finite, and a failure names the file and the rule it broke.
 
-A *scored record* is ``(length, modulus, unit, phase, acc, margin, pad)``: what one sample
-contributes to the phase statistics. The lm-eval tasks build it from the doc and the response,
-``phasebench report`` from the logged doc and metrics, the leaderboard from the regenerated row
-and the re-scored response; :func:`summarize_records` turns any set of them into numbers through
-:func:`phasebench.stats.summarize_samples`.
+A :class:`ScoredRecord` (length, modulus, unit, phase, acc, margin, pad, length_phase) is what
+one sample contributes to the phase statistics. The lm-eval tasks build it from the doc and the
+response, ``phasebench report`` from the logged doc and metrics, the leaderboard from the
+regenerated row and the re-scored response; :func:`summarize_records` turns any set of them into
+numbers through :func:`phasebench.stats.summarize_samples`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from phasebench.errors import SamplesError, StatsError
 from phasebench.rows import config_length, paired_unit
@@ -36,6 +36,7 @@ __all__ = [
     "ReadLimits",
     "SERVED_KEY",
     "SERVED_STATES",
+    "ScoredRecord",
     "iter_samples",
     "read_results",
     "scored_record",
@@ -211,10 +212,34 @@ def served_verified_share(items: Sequence[Any]) -> float:
 # -- scored records ------------------------------------------------------------------------------
 
 
-def scored_record(doc: Mapping[str, Any], acc: float, margin: float | None) -> tuple:
-    """What one sample contributes to the phase statistics (see the module docstring); a row
-    of a config with the length axis adds its ``length_phase`` as an eighth field."""
-    record = (
+class ScoredRecord(NamedTuple):
+    """What one sample contributes to the phase statistics. A tuple, so lm-eval can collect
+    and log it (a logged record comes back as a list: :meth:`of` turns it back)."""
+
+    #: The sample's config length (:func:`phasebench.rows.config_length`).
+    length: int
+    modulus: int
+    #: Its paired unit (:func:`phasebench.rows.paired_unit`): one row of the phase matrix.
+    unit: Any
+    phase: int
+    acc: float
+    #: The family's margin (None for families without one).
+    margin: float | None
+    #: Padding tokens (the sweep order of a margin family; 0 elsewhere).
+    pad: int
+    #: The row's length phase where its config ran the length axis (None elsewhere).
+    length_phase: int | None = None
+
+    @classmethod
+    def of(cls, items: Iterable[Any]) -> ScoredRecord:
+        """A record from its fields in order (a logged list, nested lists made tuples)."""
+        return cls(*(tuple(x) if isinstance(x, list) else x for x in items))
+
+
+def scored_record(doc: Mapping[str, Any], acc: float, margin: float | None) -> ScoredRecord:
+    """What one sample contributes to the phase statistics (see :class:`ScoredRecord`)."""
+    length_phase = doc.get("length_phase")
+    return ScoredRecord(
         config_length(doc),
         int(doc["phase_modulus"]),
         paired_unit(doc),
@@ -222,15 +247,13 @@ def scored_record(doc: Mapping[str, Any], acc: float, margin: float | None) -> t
         float(acc),
         None if margin is None else float(margin),
         int(doc.get("pad_tokens", 0)),
+        None if length_phase is None else int(length_phase),
     )
-    if doc.get("length_phase") is not None:
-        record += (int(doc["length_phase"]),)
-    return record
 
 
-def summarize_records(records: Iterable[tuple], **stats_kwargs: Any) -> dict[str, Any]:
-    """:func:`phasebench.stats.summarize_samples` of scored records of one modulus; code records
-    (with a margin) also get their margins, sweeps and phase-lock rates.
+def summarize_records(records: Iterable[ScoredRecord], **stats_kwargs: Any) -> dict[str, Any]:
+    """:func:`phasebench.stats.summarize_samples` of scored records of one modulus; records
+    with a margin also get their margins, sweeps and phase-lock rates.
 
     Records with a length phase (the length axis ran) are summarized on each axis that varies
     within a base item, each paired within what the other holds fixed: the needle phase over
@@ -240,19 +263,19 @@ def summarize_records(records: Iterable[tuple], **stats_kwargs: Any) -> dict[str
     axis ran, the top level is the length axis (``axis``: ``"length"``)."""
     from phasebench.stats import summarize_samples
 
-    records = list(records)
+    records = [ScoredRecord.of(r) for r in records]
     if not records:
         raise StatsError("no samples to summarize")
-    moduli = {r[1] for r in records}
+    moduli = {r.modulus for r in records}
     if len(moduli) != 1:
         raise StatsError(
             f"samples mix phase moduli {sorted(moduli)}; summarize one split at a time"
         )
-    has_margin = [r[5] is not None for r in records]
+    has_margin = [r.margin is not None for r in records]
     if any(has_margin) and not all(has_margin):
         raise StatsError("some samples have a margin and others none; mixed families?")
     modulus = moduli.pop()
-    with_length = [len(r) > 7 for r in records]
+    with_length = [r.length_phase is not None for r in records]
     if any(with_length) and not all(with_length):
         raise StatsError("some samples have a length phase and others none; mixed configs?")
 
@@ -260,33 +283,33 @@ def summarize_records(records: Iterable[tuple], **stats_kwargs: Any) -> dict[str
         return summarize_samples(
             units,
             phases,
-            [r[4] for r in records],
+            [r.acc for r in records],
             modulus,
-            margins=[r[5] for r in records] if all(has_margin) else None,
-            pads=[r[6] for r in records],
+            margins=[r.margin for r in records] if all(has_margin) else None,
+            pads=[r.pad for r in records],
             **stats_kwargs,
         )
 
     if not any(with_length):
-        return axis([r[2] for r in records], [r[3] for r in records])
-    needle_varies = len({(r[2], r[7], r[3]) for r in records}) > len(
-        {(r[2], r[7]) for r in records}
+        return axis([r.unit for r in records], [r.phase for r in records])
+    needle_varies = len({(r.unit, r.length_phase, r.phase) for r in records}) > len(
+        {(r.unit, r.length_phase) for r in records}
     )
-    lengths = axis([f"{r[2]}/n{r[3]}" for r in records], [r[7] for r in records])
+    lengths = axis([f"{r.unit}/n{r.phase}" for r in records], [r.length_phase for r in records])
     if not needle_varies:
         return {**lengths, "axis": "length"}
-    out = axis([f"{r[2]}/l{r[7]}" for r in records], [r[3] for r in records])
+    out = axis([f"{r.unit}/l{r.length_phase}" for r in records], [r.phase for r in records])
     out["axis"] = "needle"
     out["length_axis"] = lengths
     out["phase_table"] = _phase_table(records)
     return out
 
 
-def _phase_table(records: list[tuple]) -> dict[str, Any]:
+def _phase_table(records: list[ScoredRecord]) -> dict[str, Any]:
     """Mean accuracy and count per (needle phase, length phase) cell, in residue order."""
     cells: dict[tuple[int, int], list[float]] = {}
     for r in records:
-        cells.setdefault((r[3], r[7]), []).append(r[4])
+        cells.setdefault((r.phase, r.length_phase), []).append(r.acc)
     needle = sorted({k[0] for k in cells})
     length = sorted({k[1] for k in cells})
     acc = [[_mean(cells.get((p, q))) for q in length] for p in needle]

@@ -38,6 +38,13 @@ MAX_TOKENS = 1 << 30
 #: up), for the budget estimate.
 CODE_ROWS_PER_ITEM = 64
 CODE_ITEM_TOKENS = 1024
+#: Peak resident memory of building one config, for the estimate checked before any work:
+#: the interpreter with its libraries, plus a per-token cost of the longest prompt (its exact
+#: encoding with offsets and the filler tables). Measured with ``work/mem_probe.sh`` (peak RSS
+#: of ``generate``, n_base 4, modulus 2, shared 2-core machine) between 256K and 1M tokens:
+#: kv 1.09, niah 1.27, code 1.43 KiB per token, about 420 MiB at the start; rounded up.
+MEMORY_BASE = 512 << 20
+MEMORY_PER_TOKEN = 1536
 
 
 def _check_int(name: str, value: Any, minimum: int, maximum: int | None = None) -> int:
@@ -133,6 +140,12 @@ class SplitSpec:
         rows = self.n_base * self.renderings
         longest = self.length + (self.modulus - 1 if self.length_phases else 0)
         return rows, rows * longest
+
+    def estimated_memory(self) -> int:
+        """Bytes of memory one process needs to build this config (see
+        :data:`MEMORY_PER_TOKEN`); the caller compares it with what it may use."""
+        longest = self.length + (CODE_ITEM_TOKENS if self.family == "code" else 0)
+        return MEMORY_BASE + MEMORY_PER_TOKEN * longest
 
     def _check_budget(self) -> None:
         rows, tokens = self.estimated_size()

@@ -31,6 +31,7 @@ import numpy as np
 from scipy import stats as sps
 
 from phasebench.errors import StatsError
+from phasebench.metrics import ALPHA, N_BOOT, N_PERM, SEED, PhaseData, statistics
 from phasebench.rng import derive_rng
 
 __all__ = [
@@ -54,7 +55,7 @@ __all__ = [
 _BLOCK_ELEMENTS = 2_000_000
 
 
-def wilson(k: float, n: float, alpha: float = 0.05) -> tuple[float, float]:
+def wilson(k: float, n: float, alpha: float = ALPHA) -> tuple[float, float]:
     """Wilson score interval for ``k`` successes out of ``n``.
 
     Wilson rather than the normal (Wald) interval because per-phase accuracies sit near 0 or 1,
@@ -187,10 +188,10 @@ def summarize(
     matrix: np.ndarray,
     *,
     binary: bool = True,
-    n_boot: int = 1000,
-    n_perm: int = 1000,
-    seed: int = 0,
-    alpha: float = 0.05,
+    n_boot: int = N_BOOT,
+    n_perm: int = N_PERM,
+    seed: int = SEED,
+    alpha: float = ALPHA,
 ) -> PhaseSummary:
     """Summarize a phase matrix (rows = base items, columns = phases, NaN = missing).
 
@@ -332,9 +333,9 @@ def crossfit_worst(
     filled: np.ndarray,
     present: np.ndarray,
     *,
-    n_boot: int = 1000,
-    seed: int = 0,
-    alpha: float = 0.05,
+    n_boot: int = N_BOOT,
+    seed: int = SEED,
+    alpha: float = ALPHA,
 ) -> tuple[float, tuple[float, float]]:
     """The worst phase's accuracy, cross-fitted: split the base items at random into two
     halves, pick the worst phase on one half and measure it on the other (both ways), and
@@ -408,10 +409,10 @@ def summarize_samples(
     *,
     margins: Sequence[float] | None = None,
     pads: Sequence[int] | None = None,
-    n_boot: int = 1000,
-    n_perm: int = 1000,
-    seed: int = 0,
-    alpha: float = 0.05,
+    n_boot: int = N_BOOT,
+    n_perm: int = N_PERM,
+    seed: int = SEED,
+    alpha: float = ALPHA,
 ) -> dict[str, Any]:
     """Every number phasebench reports for one set of scored samples, as a JSON-ready dict.
 
@@ -453,9 +454,33 @@ def summarize_samples(
                         alpha=alpha)  # fmt: skip
     out = summary.to_dict()
     out["n_samples"] = int(len(frame))
-    if margins is None:
-        return out
-    margin_matrix = phase_matrix(cells["unit"], cells["phase"], cells["margin"], modulus)
+    margin_matrix = None
+    if margins is not None:
+        margin_matrix = phase_matrix(cells["unit"], cells["phase"], cells["margin"], modulus)
+        out.update(_margin_summary(frame, margin_matrix, modulus, n_boot, n_perm, seed, alpha))
+    data = PhaseData(matrix, margin_matrix, binary, n_boot, n_perm, seed, alpha)
+    for stat in statistics():
+        if stat.compute is None or (stat.needs_margin and margin_matrix is None):
+            continue
+        value = stat.compute(data)
+        if stat.interval is not None:
+            value, out[stat.interval] = value[0], _jsonable(value[1])
+        out[stat.key] = _jsonable(value)
+    return out
+
+
+def _margin_summary(
+    frame: Any,
+    margin_matrix: np.ndarray,
+    modulus: int,
+    n_boot: int,
+    n_perm: int,
+    seed: int,
+    alpha: float,
+) -> dict[str, Any]:
+    """The margin's statistics (families with a margin): mean, interval, lowest phase, gap
+    p-value, per phase, and the sweeps with their phase-lock rates."""
+    out: dict[str, Any] = {}
     m = summarize(margin_matrix, binary=False, n_boot=n_boot, n_perm=n_perm, seed=seed,
                   alpha=alpha).to_dict()  # fmt: skip
     out["margin"] = m["acc"]
@@ -554,7 +579,7 @@ def period_spectrum(profile: Sequence[float]) -> dict[int, float]:
 
 
 def dominant_period(
-    profile: Sequence[float], cov: np.ndarray | None, *, alpha: float = 0.05
+    profile: Sequence[float], cov: np.ndarray | None, *, alpha: float = ALPHA
 ) -> int | None:
     """The smallest divisor S >= 2 of P whose period-S fold explains the profile up to noise.
 

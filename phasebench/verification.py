@@ -29,7 +29,7 @@ from phasebench.errors import SpecError, SplitError, TokenizerError
 from phasebench.families import get_family
 from phasebench.placement import TOLERANCE, axis_balance, phase_stats
 from phasebench.rng import derive_rng
-from phasebench.rows import LENGTH_PHASE_FIELDS
+from phasebench.rows import LENGTH_PHASE_FIELDS, row_problem
 from phasebench.specs import SplitSpec
 from phasebench.tokenization import PhaseTokenizer, encoding_difference, load_tokenizer
 
@@ -153,6 +153,10 @@ def verify_config(
         if content_hash(rows) != stored or stored != entry["content_sha256"]:
             report.problems.append(f"{where}: content hash does not match the manifest")
         for row in rows:
+            if problem := row_problem(row, family.EXTRA_FIELDS):
+                report.problems.append(f"{where}: row {ascii(row.get('id'))[:80]}: {problem}")
+                damaged += 1
+                break
             for col in columns:
                 meta[col].append(row[col])
     if damaged:

@@ -150,9 +150,11 @@ def _line(doc: dict, acc) -> bytes:
         ([_line(_doc(), 1.0), b'{"doc": ' + json.dumps(_doc(phase=1)).encode()
           + b', "acc": NaN}\n'], ["NaN"]),
         ([_line(_doc(), 1.0), _line(_doc(phase=1), "NaN")], ["acc"]),
+        ([_line(_doc(), 1.0), _line(_doc(phase=1.5), 1.0)], ["phase is float"]),
+        ([_line(_doc(), 1.0), _line(_doc(phase=True), 1.0)], ["phase is bool"]),
     ],
     ids=["no phase_modulus", "phase zero", "not an object", "bad utf-8", "NaN literal",
-         "NaN string"],
+         "NaN string", "phase 1.5", "phase true"],
 )  # fmt: skip
 def test_report_refuses_broken_samples_with_one_line(tmp_path, lines, words):
     folder = _samples(tmp_path, lines)
@@ -329,3 +331,66 @@ def test_manifest_and_results_readers_answer_data_or_one_refusal(tmp_path_factor
             reader(path)
         except PhasebenchError as exc:
             assert "\n" not in str(exc)
+
+
+# -- 4 (second round). memory estimated up front ---------------------------------------------------
+
+
+def _address_space(limit: int):
+    def apply() -> None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    return apply
+
+
+def test_a_spec_beyond_the_memory_it_may_use_is_refused_with_the_estimate(tmp_path):
+    """4M tokens with 8 prompts is within the token budget but needs about 6.5 GiB (measured
+    1.1-1.4 KiB per token): under a 4 GiB address-space cap it is refused at once, naming both
+    figures, instead of dying in an allocation."""
+    start = time.monotonic()
+    proc = cli("generate", "kv", "--length", "4194304", "--n-base", "4", "--modulus", "2",
+               "--out", str(tmp_path / "out"), "--quiet", timeout=60,
+               preexec_fn=_address_space(4 << 30))  # fmt: skip
+    assert time.monotonic() - start < 60
+    assert_one_line(proc.returncode, proc.stderr, "GiB", "memory", "ulimit")
+    assert not (tmp_path / "out").exists()
+
+
+# -- 6 (second round). report's JSON input -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("[1, 2]", ["neither"]),
+        ("[" * 100_000 + "]" * 100_000, ["RecursionError"]),
+        ('{"format": 1, "x": NaN}', ["NaN"]),
+        ("\udcff", ["JSON"]),
+    ],
+    ids=["list", "deep", "nan", "garbage"],
+)
+def test_report_json_inputs_are_one_line(tmp_path, text, words):
+    path = tmp_path / "report.json"
+    path.write_text(text, errors="surrogateescape")
+    assert_one_line(*run(["report", str(path)])[::2], *words)
+    assert_one_line(*run(["report", str(tmp_path / "missing.json")])[::2], "does not exist")
+
+
+def test_eval_arguments_of_the_wrong_type_are_one_line():
+    """``max_length=abc`` and ``phase_modulus: "x"`` are refused with the field named (they
+    reached ``int()`` and a traceback before)."""
+    from phasebench.errors import EvalError, SpecError
+    from phasebench.lmeval.data import split_specs
+    from phasebench.lmeval.harness import model_max_length
+
+    with pytest.raises(EvalError, match="max_length"):
+        model_max_length({"pretrained": "x", "max_length": "abc"}, "hf")
+    with pytest.raises(EvalError, match="max_length"):
+        model_max_length({"model": "x", "max_length": "abc"}, "local-completions")
+    with pytest.raises(SpecError, match="phase_modulus"):
+        split_specs("kv", {"tokenizer": "deepseek-v4", "phase_modulus": "x"})
+    assert split_specs("kv", {"tokenizer": "deepseek-v4", "phase_modulus": "4",
+                              "max_seq_lengths": [256]})[0].modulus == 4  # fmt: skip
+    assert model_max_length({"max_length": "4096"}, "hf") == 4096

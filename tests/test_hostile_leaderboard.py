@@ -15,12 +15,14 @@ import pytest
 import yaml
 
 from phasebench.cli import main
+from phasebench.leaderboard.render import board_page
 from phasebench.leaderboard.validate import validate_all
 from support.hostile import (
     HUB_REPO,
     HUB_REVISION,
     LATER,
     REVISION_B,
+    _rewrite_samples,
     billion_laughs,
     build_corpus,
     evil_tokenizer,
@@ -324,8 +326,8 @@ def test_rows_say_recomputed_and_a_maintainer_marks_reproduced(
     assert evidence == {"acme/m": "reproduced", "acme/other": "recomputed"}
     row = next(r for r in board["rows"] if r["model"] == "acme/m")
     assert row["reproduced"]["by"] == "Ada Maintainer"
-    index = (site / "index.html").read_text()
-    assert "recomputed from the submitted logs" in index and "reproduced by Ada Maintainer" in index
+    index = (site / board_page(row["board"])).read_text()
+    assert "recomputed from the" in index and "reproduced by Ada Maintainer" in index
     page = (site / row["page"]).read_text()
     assert "reproduced by Ada Maintainer" in page
     # a mark does not survive a change to the files it vouches for
@@ -405,3 +407,50 @@ def test_the_hostile_corpus_builds_and_lists_every_refusal(
     assert len(report["accepted"]) == sum(rule is None for rule in expected.values())
     assert len(refused) == sum(r not in (None, "superseded") for r in expected.values())
     assert {r["evidence"] for r in board["rows"]} == {"recomputed"}
+
+
+def test_a_claimed_spec_beyond_the_boards_is_refused_without_regenerating(
+    tmp_path, submission_rows, regen_cache
+):
+    """A submission naming kv at 4,194,304 tokens (within the spec's token budget) is refused
+    by its length before anything is regenerated."""
+    subs = tmp_path / "subs"
+    folder = make_submission(subs, submission_rows, model="acme/huge")
+    _rewrite_samples(folder, lambda rec: rec["doc"].update(length=4_194_304))
+    path = next(folder.glob("results_*.json"))
+    results = json.loads(path.read_text())
+    results["configs"][TASK]["metadata"]["max_seq_lengths"] = [4_194_304]
+    path.write_text(json.dumps(results))
+    cache = tmp_path / "regen"
+    outcome = validate_all(subs, tasks=TASKS, cache=cache)
+    ((_, (problem,)),) = outcome.refused
+    assert problem.rule == "hash" and "boards accept" in problem.message, problem
+    assert not any(cache.rglob("*.parquet"))
+
+
+# -- 9 (second round). text that reorders or hides itself ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("field", "text"),
+    [("kv_cache", "none \u202egnp.exe"), ("notes", "fine\u200b print"), ("contact", "a@b.c\x85"),
+     ("notes", "left \u2066isolate\u2069")],
+    ids=["bidi-override", "zero-width", "c1-control", "bidi-isolate"],
+)  # fmt: skip
+def test_invisible_characters_in_submitted_text_are_refused(
+    tmp_path, submission_rows, regen_cache, field, text
+):
+    subs = tmp_path / "subs"
+    make_submission(subs, submission_rows, model="acme/bidi", meta={field: text})
+    outcome = validate_all(subs, tasks=TASKS, cache=regen_cache)
+    assert not outcome.accepted
+    assert _outcome_rules(outcome) == {f"acme__bidi/{REVISION}": "schema"}
+
+
+def test_mark_reproduced_refuses_a_c1_control_in_by(tmp_path, submission_rows, capsys):
+    folder = make_submission(tmp_path / "subs", submission_rows, model="acme/m")
+    for by in ("Ada\x9b31m", "Ada \u202eenaM"):
+        assert main(["leaderboard", "mark-reproduced", str(folder), "--by", by]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "--by" in err, err
+    assert not (folder / "reproduced.yaml").exists()

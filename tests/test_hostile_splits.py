@@ -355,3 +355,36 @@ def test_eval_with_a_hostile_dataset_path_is_one_line(repo, capsys, case):
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and err and "phasebench.json" in err[-1], err
     assert not any("Traceback" in line for line in err)
+
+
+# -- 5 (second round). null fields, hashes recomputed --------------------------------------------
+
+
+@pytest.mark.parametrize("field", ["prompt", "anchor_index", "depth", "answer", "phase"])
+def test_null_fields_are_named_by_verify_and_inspect(config, capsys, field):
+    rows = list(iter_rows(config))
+    rows[0][field] = None
+    _recompute_hashes(config, rows)
+    code, out, _ = _verify(capsys, config)
+    assert code == 1 and f"{field} is null" in out and rows[0]["id"] in out, out
+    assert "unsupported operand" not in out
+    code, err = _inspect(capsys, config)
+    _one_line(code, err)
+    assert f"{field} is null" in err, err
+
+
+# -- 9 (second round). inspect never sends a split's control characters to the terminal ----------
+
+
+def test_inspect_escapes_control_and_bidi_characters(config, capsys):
+    rows = list(iter_rows(config))
+    row = rows[0]
+    evil = "\x1b]0;owned\x07\x1b[2J\u202e\x9b"
+    row["prompt"] = (
+        row["prompt"][: row["key_char"]] + evil + row["prompt"][row["key_char"] + len(evil) :]
+    )
+    _recompute_hashes(config, rows)
+    assert main(["inspect", str(config), "--no-color"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\u202e" not in out and "\x9b" not in out and "\x07" not in out
+    assert "\\x1b]0;owned\\x07" in out and "\\u202e" in out

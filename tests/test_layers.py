@@ -19,14 +19,14 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
               "phasebench.tokenizer_behaviour",
               "phasebench.placement", "phasebench.families", "phasebench.build",
               "phasebench.verification", "phasebench.show")),
-    ("analysis", ("phasebench.stats",)),
+    ("analysis", ("phasebench.metrics", "phasebench.stats")),
     ("formats", ("phasebench.samples",)),
     ("report", ("phasebench.report", "phasebench.plots")),
     ("hub", ("phasebench.hub",)),
     ("lmeval", ("phasebench.lmeval",)),
     ("leaderboard", ("phasebench.leaderboard",)),
     ("reference", ("phasebench.reference",)),
-    ("apps", ("phasebench.demo", "phasebench.sweep", "phasebench.kvpress")),
+    ("apps", ("phasebench.demo", "phasebench.sweep", "phasebench.kvpress", "phasebench.probe")),
     ("cli", ("phasebench.cli", "phasebench.__main__")),
 ]  # fmt: skip
 

@@ -1,21 +1,26 @@
-"""The built site in real headless Chromium (Debian's package) through Playwright's Python API."""
+"""The built site in real headless Chromium (Debian's package) through Playwright's Python API,
+at 1280 px and 390 px, light and dark, with axe-core (the copy bundled by the
+axe-playwright-python package, injected from the installed file: nothing is downloaded)."""
 
 from __future__ import annotations
 
 import contextlib
 import functools
 import http.server
+import json
 import os
 import threading
 from pathlib import Path
 
 import pytest
+from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import sync_playwright
 
-from phasebench.leaderboard.render import build_site
+from phasebench import __version__
+from phasebench.leaderboard.render import board_page, build_site
 from phasebench.leaderboard.score import load_reported, score
 from phasebench.leaderboard.validate import validate_all
-from support.submissions import TASKS, make_submission, split_rows
+from support.submissions import REVISION, TASKS, make_submission, split_rows
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
@@ -28,6 +33,17 @@ ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
+WIDTHS = (1280, 390)
+BUILT = "2026-01-02"
+LONG_KV = (
+    "kvpress SnapKVPress(compression_ratio=0.25, window_size=64, kernel_size=5) on eager attention"
+)
+
+
+def _variant(subs: Path, rows, name: str, accuracy, kv: str) -> None:
+    made = make_submission(subs, rows, model="acme/pressed", accuracy=accuracy, seed=1,
+                           meta={"variant": name, "kv_cache": kv})  # fmt: skip
+    made.rename(made.parent / f"{REVISION}+{name}")
 
 
 @pytest.fixture(scope="module")
@@ -39,8 +55,10 @@ def site(tmp_path_factory) -> Path:
     make_submission(subs, rows, model="acme/chunked-kv", accuracy=[0.95, 0.95, 0.2, 0.2] * 2,
                     meta={"kv_cache": "CSA window 8 stride 4"})  # fmt: skip
     make_submission(subs, rows, model="acme/mild", accuracy=[0.9, 0.7] * 4)
+    _variant(subs, rows, "kvpress-snapkv-r0.25", [0.9, 0.3] * 4, LONG_KV)
+    _variant(subs, rows, "kvpress-knorm-r0.25", [0.5] * 8, "kvpress KnormPress(0.25)")
     board = score(validate_all(subs, tasks=TASKS, cache=tmp / "cache"), load_reported())
-    build_site(board, tmp / "site")
+    build_site(board, tmp / "site", built=BUILT)
     return tmp / "site"
 
 
@@ -69,6 +87,16 @@ def server(site):
         yield url
 
 
+@contextlib.contextmanager
+def chromium():
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
 def _watch(page, server: str) -> tuple[list[str], list[str]]:
     errors: list[str] = []
     external: list[str] = []
@@ -78,102 +106,217 @@ def _watch(page, server: str) -> tuple[list[str], list[str]]:
     return errors, external
 
 
-def _boards_hold_their_own_rows(page) -> None:
-    """Every tbody is one board: its heading first, then only rows of that board."""
-    groups = page.evaluate(
-        """() => Array.from(document.querySelectorAll('#leaderboard tbody')).map(g => ({
-            board: g.dataset.board,
-            first: g.rows[0].className,
-            rows: Array.from(g.rows).slice(1).map(r => r.dataset.board)}))"""
-    )
-    assert groups, "no boards"
-    for group in groups:
-        assert group["first"] == "board-head"
-        assert group["rows"] and set(group["rows"]) == {group["board"]}, group
-
-
-def _fits(page, width: int = 390) -> None:
+def _fits(page, width: int) -> None:
     scroll = page.evaluate("document.documentElement.scrollWidth")
     assert scroll <= width, f"{page.url}: page is {scroll} px wide at a {width} px viewport"
 
 
+def _axe(page) -> None:
+    violations = Axe().run(page).response["violations"]
+    found = [(v["id"], v["impact"], [n["target"] for n in v["nodes"]][:3]) for v in violations]
+    assert not found, f"{page.url}: {found}"
+
+
+def _board_url(server: str, site: Path) -> str:
+    (page,) = [p for p in (site / "boards").glob("*.html")]
+    return f"{server}/boards/{page.name}"
+
+
+def _models(page) -> list[str]:
+    return page.locator("#leaderboard tbody tr:visible th.c-model").evaluate_all(
+        "cells => cells.map(c => c.dataset.v)"
+    )
+
+
+def _visible_labels(page) -> list[str]:
+    return page.locator("#scatter .pt text").evaluate_all(
+        "ts => ts.filter(t => getComputedStyle(t).display !== 'none' &&"
+        " getComputedStyle(t.parentNode).display !== 'none').map(t => t.textContent)"
+    )
+
+
+def _titles(page) -> list[str]:
+    """The tooltip of every chart point (SVG titles have no innerText)."""
+    return page.locator("#scatter .pt circle title").evaluate_all(
+        "ts => ts.map(t => t.textContent)"
+    )
+
+
 @pytest.mark.slow
-def test_site_in_chromium(server):
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+def test_board_sorts_filters_and_keeps_its_state_in_the_url(server, site):
+    url = _board_url(server, site)
+    with chromium() as browser:
         page = browser.new_page(viewport={"width": 1280, "height": 800})
         errors, external = _watch(page, server)
-        page.goto(f"{server}/index.html")
-        page.wait_for_load_state("networkidle")
+        page.goto(url)
+        assert _models(page)[0] == "acme/flat-attention"  # ranked by cross-fitted worst phase
+        assert page.locator("th[data-key=rank]").get_attribute("aria-sort") == "ascending"
+        assert page.locator("#count").inner_text() == "5 of 5 entries shown"
+        # identity: both variants of one model, told apart in the table
+        labels = _models(page)
+        assert "acme/pressed · kvpress-snapkv-r0.25" in labels
+        assert "acme/pressed · kvpress-knorm-r0.25" in labels
 
-        def models() -> list[str]:
-            cells = page.locator("#leaderboard tbody tr:not(.reported) td:nth-child(2) a")
-            return cells.all_inner_texts()
+        page.click("th[data-key=gap] button")  # numeric columns sort high to low first
+        by_gap = _models(page)
+        assert by_gap[0] == "acme/chunked-kv"
+        assert "sort=gap" in page.url and "dir=desc" in page.url
 
-        assert models()[0] == "acme/flat-attention"  # ranked by cross-fitted worst phase
-        rank = page.locator("th[data-key=rank]")
-        assert rank.get_attribute("aria-sort") == "ascending"
-        page.click("th[data-key=average] button")  # numeric columns sort descending first
-        by_average = models()
-        page.click("th[data-key=gap] button")
-        by_gap = models()
-        assert by_gap[0] == "acme/chunked-kv" and by_gap != by_average
-        _boards_hold_their_own_rows(page)  # sorting never mixes boards or published figures
-
-        reported = page.locator("tr.reported")
-        assert reported.count() >= 5
-        assert reported.first.locator(".badge").inner_text() == "reported, not reproduced"
-        page.uncheck("#show-reported")
-        assert page.locator("tr.reported:visible").count() == 0
-        assert not page.locator("tbody.reported-board").is_visible()
-
-        assert not page.locator("th.phase-col").first.is_visible()
+        page.fill("#text-filter", "pressed")
+        assert len(_models(page)) == 2
+        assert page.locator("#count").inner_text() == "2 of 5 entries shown (2 match the filters)"
+        assert "q=pressed" in page.url
+        assert page.locator("#no-match").is_hidden()
         page.check("#show-phases")
-        assert page.locator("th.phase-col").first.is_visible()
-        page.uncheck("#show-phases")
-        page.check("#show-reported")
-        page.fill("#text-filter", "mild")
-        assert page.locator("#leaderboard tbody tr:not(.board-head):visible").count() == 1
-        page.fill("#text-filter", "")
+        assert page.locator("th.ph").first.is_visible() and "phases=1" in page.url
+        shared = page.url
 
-        # the KV-cache column and its filter
-        kv = page.locator("#leaderboard tbody tr:not(.reported) td:nth-child(3)")
-        assert "CSA window 8 stride 4" in kv.all_inner_texts()
+        # the shared address opens the same view in a fresh page
+        other = browser.new_page(viewport={"width": 1280, "height": 800})
+        other.goto(shared)
+        assert _models(other) == _models(page)
+        assert other.locator("th[data-key=gap]").get_attribute("aria-sort") == "descending"
+        assert other.input_value("#text-filter") == "pressed"
+        assert other.locator("th.ph").first.is_visible()
+
+        page.fill("#text-filter", "no such model")
+        assert _models(page) == []
+        assert page.locator("#no-match").is_visible()
+        assert page.locator("#no-match").inner_text() == "No rows match these filters."
+        assert page.locator("#count").inner_text().startswith("0 of 5")
+        page.fill("#text-filter", "")
         page.select_option("#kv-filter", "CSA window 8 stride 4")
-        visible = page.locator("#leaderboard tbody tr:not(.board-head):visible td:nth-child(2) a")
-        assert visible.all_inner_texts() == ["acme/chunked-kv"]
+        assert _models(page) == ["acme/chunked-kv"] and "kv=CSA" in page.url
         page.select_option("#kv-filter", "")
 
         # units on the values
-        first = page.locator("#leaderboard tbody tr:not(.reported):not(.board-head)").first
+        first = page.locator("#leaderboard tbody tr:visible").first
         cells = first.locator("td").all_inner_texts()
-        assert cells[3].split()[0].endswith("%") and cells[4].split()[0].endswith("%")
-        assert cells[5].split()[1].startswith("pp")  # then * when significant
-
-        page.click("th[data-key=rank] button")
-        page.click("th[data-key=rank] button")
-        page.click("text=acme/chunked-kv")
-        page.wait_for_load_state("networkidle")
-        image = page.locator("img.profile").first
-        assert image.evaluate("img => img.complete && img.naturalWidth > 0")
-        command = page.locator("pre.command").inner_text()
-        assert "phasebench eval" in command and "pretrained=acme/chunked-kv" in command
+        assert cells[1].split()[0].endswith("%") and cells[2].split()[0].endswith("%")
+        assert cells[3].split()[1].startswith("pp")
         assert not errors, errors
         assert not external, external
-        browser.close()
 
 
 @pytest.mark.slow
-def test_sorting_by_keyboard(server):
-    """Tab reaches the sort headers (buttons inside th), Enter and Space sort, aria-sort says
-    how, and the order changes within each board only."""
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+def test_rank_mode_changes_heading_title_and_url(server, site):
+    url = _board_url(server, site)
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        page.goto(url)
+        heading = page.locator("h1").inner_text()
+        assert "ranked by cross-fitted worst phase" in heading
+        assert "ranked by cross-fitted worst phase" in page.title()
+        page.check("input[name=rank-by][value=average]")
+        assert page.locator("h1").inner_text().endswith("ranked by average")
+        assert "ranked by average" in page.title() and "rank=average" in page.url
+        ranks = page.locator("#leaderboard tbody td.c-rank").evaluate_all(
+            "cells => cells.map(c => [c.textContent, c.dataset.average])"
+        )
+        assert all(text == average for text, average in ranks)
+        fresh = browser.new_page()
+        fresh.goto(page.url)
+        assert fresh.locator("h1").inner_text().endswith("ranked by average")
+        assert fresh.is_checked("input[name=rank-by][value=average]")
+
+
+@pytest.mark.slow
+def test_chart_follows_the_filters_and_labels_highlighted_points_only(server, site):
+    url = _board_url(server, site)
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        page.goto(url)
+        points = page.locator("#scatter .pt")
+        assert points.count() == 5
+        # every point is named by model and variant
+        titles = _titles(page)
+        assert any(t.startswith("acme/pressed · kvpress-snapkv-r0.25:") for t in titles)
+        assert any(t.startswith("acme/pressed · kvpress-knorm-r0.25:") for t in titles)
+        labels = _visible_labels(page)
+        assert labels == _models(page)[:3]  # the first three rows, no more
+        page.fill("#text-filter", "pressed")
+        assert page.locator("#scatter .pt:not(.off)").count() == 2
+        assert sorted(_visible_labels(page)) == sorted(_models(page))
+        page.fill("#text-filter", "")
+        # pointing at a row labels its point
+        last = page.locator("#leaderboard tbody tr").last
+        name = last.locator("th.c-model").get_attribute("data-v")
+        assert name not in _visible_labels(page)
+        last.hover()
+        assert name in _visible_labels(page)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("width", WIDTHS)
+def test_rank_model_and_header_stay_put_while_the_table_scrolls(server, site, width):
+    url = _board_url(server, site)
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": width, "height": 700})
+        page.goto(url)
+        page.check("#show-phases")
+        region = page.locator(".table-scroll")
+        assert region.evaluate("el => el.scrollWidth > el.clientWidth")
+
+        def lefts():
+            return page.evaluate(
+                """() => {const r = document.querySelector('#leaderboard tbody tr');
+                return [r.cells[0].getBoundingClientRect().left,
+                        r.cells[1].getBoundingClientRect().left,
+                        r.cells[2].getBoundingClientRect().left]}"""
+            )
+
+        before = lefts()
+        region.evaluate("el => { el.scrollLeft = 300; }")
+        after = lefts()
+        assert after[0] == before[0] and after[1] == before[1]  # rank and model fixed
+        assert after[2] < before[2]  # the scores moved under them
+        head = page.locator("#leaderboard thead th").first
+        top = head.bounding_box()["y"]
+        region.evaluate("el => { el.style.maxHeight = '150px'; el.scrollTop = 100; }")
+        assert region.evaluate("el => el.scrollTop") > 0
+        assert abs(head.bounding_box()["y"] - top) < 1  # the header row stays on top
+        _fits(page, width)
+
+
+@pytest.mark.slow
+def test_on_a_phone_the_scores_come_before_the_kv_cache_text(server, site):
+    url = _board_url(server, site)
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": 390, "height": 844})
+        page.goto(url)
+        keys = page.locator("#leaderboard thead th").evaluate_all(
+            "ths => ths.map(th => th.dataset.key)"
+        )
+        assert keys.index("worst") < keys.index("kv_cache") and keys[:3] == [
+            "rank",
+            "model",
+            "worst",
+        ]
+        worst = page.locator("#leaderboard thead th[data-key=worst]").bounding_box()
+        assert worst["x"] + 40 < 390  # the first score starts on screen
+        kv = page.locator("#leaderboard tbody td.c-kv").all_inner_texts()
+        assert LONG_KV not in kv and any(t.endswith("…") for t in kv)
+        page.locator("th.c-model", has_text="kvpress-snapkv").locator("a").click()
+        page.wait_for_load_state("networkidle")
+        assert LONG_KV in page.locator("main").inner_text()  # whole on the model page
+        _fits(page, 390)
+
+
+@pytest.mark.slow
+def test_skip_link_and_sorting_by_keyboard(server, site):
+    """The first Tab reaches the skip link, Enter moves into the page; Tab reaches the sort
+    headers (buttons inside th), Enter and Space sort, aria-sort says how."""
+    url = _board_url(server, site)
+    with chromium() as browser:
         page = browser.new_page(viewport={"width": 1280, "height": 800})
         errors, _ = _watch(page, server)
-        page.goto(f"{server}/index.html")
-        page.wait_for_load_state("networkidle")
-        page.focus("#show-reported")  # the last control before the table
+        page.goto(url)
+        page.keyboard.press("Tab")
+        assert page.evaluate("document.activeElement.className") == "skip"
+        assert page.locator("a.skip").is_visible()
+        page.keyboard.press("Enter")
+        assert page.evaluate("document.activeElement.id") == "main"
+        page.focus("#show-phases")  # the last control before the table
 
         def focused() -> str:
             return page.evaluate(
@@ -185,18 +328,16 @@ def test_sorting_by_keyboard(server):
         assert focused() == "table-scroll"  # the scroll region is reachable to scroll sideways
         page.keyboard.press("Tab")
         assert focused() == "rank"
-        for _ in range(20):
+        for _ in range(6):
             if focused() == "gap":
                 break
             page.keyboard.press("Tab")
         assert focused() == "gap"
         gap = page.locator("th[data-key=gap]")
-        assert gap.get_attribute("aria-sort") is None
 
         def gaps() -> list[float]:
-            cells = page.locator("#leaderboard tbody tr:not(.reported):not(.board-head)")
-            return [float(v) for v in cells.evaluate_all(
-                "rows => rows.map(r => r.cells[5].dataset.v)")]  # fmt: skip
+            return [float(v) for v in page.locator("#leaderboard tbody tr").evaluate_all(
+                "rows => rows.map(r => r.cells[4].dataset.v)")]  # fmt: skip
 
         page.keyboard.press("Enter")
         assert gap.get_attribute("aria-sort") == "descending"
@@ -205,120 +346,112 @@ def test_sorting_by_keyboard(server):
         page.keyboard.press("Space")
         assert gap.get_attribute("aria-sort") == "ascending"
         assert gaps() == sorted(gaps())
-        _boards_hold_their_own_rows(page)
         assert not errors, errors
-        browser.close()
 
 
 @pytest.mark.slow
-def test_glossary_and_links(server):
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        page = browser.new_page(viewport={"width": 1280, "height": 800})
-        errors, external = _watch(page, server)
-        page.goto(f"{server}/index.html")
-        page.wait_for_load_state("networkidle")
-        assert "What is measured" in page.locator("section.measured").inner_text()
-        terms = [t.lower() for t in page.locator("#glossary dt").all_inner_texts()]
-        for term in ("phase", "worst phase (cross-fitted)", "lowest phase (plain)", "gap",
-                     "weak phase", "period", "null gap", "%, pp"):  # fmt: skip
-            assert term in terms, (term, terms)
-        worst = page.locator("#g-worst + dd").inner_text()
-        assert "ranks by this number" in worst and "biased low" in worst
-        page.click("header nav >> text=glossary")
-        assert page.evaluate("location.hash") == "#glossary"
-        assert page.locator("#glossary").is_visible()
-        for href in ("leaderboard.csv", "leaderboard.json", "leaderboard.parquet",
-                     "per_phase.parquet", "about.html", "submit.html",
-                     "submission.schema.json"):  # fmt: skip
-            response = page.request.get(f"{server}/{href}")
-            assert response.ok, href
-        links = page.locator("a").evaluate_all("as => as.map(a => a.getAttribute('href'))")
-        assert {"leaderboard.csv", "leaderboard.json", "leaderboard.parquet"} <= {
-            h.removeprefix("./") for h in links
-        }
-        page.click("header nav >> text=submit a model")
-        page.wait_for_load_state("networkidle")
-        assert "phasebench leaderboard pack" in page.locator("main").inner_text()
-        page.goto(f"{server}/about.html")
-        assert "biased low" in page.locator("main").inner_text()
-        assert not errors, errors
-        assert not external, external
-        browser.close()
+def test_dark_mode_follows_the_system_setting(server):
+    with chromium() as browser:
+        colours = {}
+        for scheme in ("light", "dark"):
+            page = browser.new_page(color_scheme=scheme)
+            page.goto(f"{server}/index.html")
+            colours[scheme] = page.evaluate(
+                "() => [getComputedStyle(document.body).backgroundColor,"
+                " getComputedStyle(document.body).color]"
+            )
+        assert colours["light"] == ["rgb(255, 255, 255)", "rgb(34, 34, 34)"]
+        background, text = colours["dark"]
+        assert background == "rgb(18, 20, 23)" and text == "rgb(230, 230, 230)"
+
+
+def _every_page(site: Path, server: str, browser, built: str) -> list[str]:
+    """Open every page of the site at every width and colour scheme: it fits the width, names
+    its build and version, loads nothing from outside, logs no error and axe-core finds no
+    violation."""
+    pages = sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html"))
+    assert {"index.html", "about.html", "submit.html", "rejections.html", "reported.html"} <= set(
+        pages
+    )
+    for width in WIDTHS:
+        for scheme in ("light", "dark"):
+            page = browser.new_page(viewport={"width": width, "height": 800}, color_scheme=scheme)
+            errors, external = _watch(page, server)
+            for name in pages:
+                page.goto(f"{server}/{name}")
+                page.wait_for_load_state("networkidle")
+                _fits(page, width)
+                footer = page.locator("footer").inner_text()
+                assert f"Built {built} with phasebench {__version__}" in footer, name
+                _axe(page)
+            if width == 390 and (site / "boards").is_dir():
+                board = next((site / "boards").glob("*.html")).relative_to(site).as_posix()
+                page.goto(f"{server}/{board}?phases=1&all=1")
+                _fits(page, width)
+                _axe(page)
+            assert not errors, errors
+            assert not external, external
+            page.close()
+    return pages
 
 
 @pytest.mark.slow
-def test_pages_fit_a_390_px_screen(server):
-    """No horizontal page overflow on a phone: the wide table scrolls inside its own region."""
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        page = browser.new_page(viewport={"width": 390, "height": 844})
-        page.goto(f"{server}/index.html")
-        page.wait_for_load_state("networkidle")
-        _fits(page)
-        region = page.locator(".table-scroll").first
-        assert region.evaluate("el => el.scrollWidth > el.clientWidth")  # the table scrolls
-        page.check("#show-phases")
-        _fits(page)
-        for href in page.locator("#leaderboard td:nth-child(2) a").evaluate_all(
-            "as => as.map(a => a.getAttribute('href'))"
-        ):
-            page.goto(f"{server}/{href}")
-            page.wait_for_load_state("networkidle")
-            _fits(page)
-        for name in ("about.html", "submit.html", "rejections.html"):
-            page.goto(f"{server}/{name}")
-            _fits(page)
-        browser.close()
+def test_every_page_fits_and_passes_axe(server, site):
+    with chromium() as browser:
+        pages = _every_page(site, server, browser, BUILT)
+    assert sum(p.startswith("models/") for p in pages) == 5
 
 
 @pytest.mark.slow
 def test_shipped_examples_site_in_chromium(tmp_path):
-    """The shipped example submissions (real runs) validate from the checkout, and on their site
-    the SmolLM2 page shows its phase profiles, its code margin strip and a Reproduce command
-    with the model's Hub id, not a path of the machine that built the site. Pages fit 390 px.
-    PHASEBENCH_SCREENSHOTS=docs refreshes the pictures docs/leaderboard.md shows."""
+    """The shipped example submissions (real runs) validate from the checkout; every page of
+    their site fits 1280 and 390 px, light and dark, with no axe-core violation; the kvpress
+    board tells its presses apart everywhere; the SmolLM2 page shows its profiles and a
+    Reproduce command with the model's Hub id. PHASEBENCH_SCREENSHOTS=docs refreshes the
+    pictures docs/leaderboard.md shows."""
     site = tmp_path / "site"
     outcome = validate_all(ROOT / "leaderboard" / "submissions", cache=tmp_path / "cache")
     assert not outcome.refused, outcome.report_lines()
     models = {s.meta["model"] for s in outcome.accepted}
     assert models == {"phasebench/tiny-random-llama", "HuggingFaceTB/SmolLM2-135M-Instruct"}
-    build_site(score(outcome, load_reported()), site)
+    board = score(outcome, load_reported())
+    build_site(board, site)
+    built = json.loads((site / "leaderboard.json").read_text())["built"]
+    kvpress = [r for r in board["rows"] if r["board"] == "phasebench_niah@1024"]
+    assert len(kvpress) == 7 and len({r["variant"] for r in kvpress}) == 7
     target = Path(os.environ.get("PHASEBENCH_SCREENSHOTS") or tmp_path)
-    shots = {name: target / f"leaderboard{name}.png" for name in ("", "-390", "-model")}
-    with serve(site) as url, sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        page = browser.new_page(viewport={"width": 1280, "height": 720})
-        errors, external = _watch(page, url)
-        page.goto(f"{url}/index.html")
-        page.wait_for_load_state("networkidle")
-        assert page.locator("tr.reported .badge").count() >= 5
+    shots = {name: target / f"leaderboard{name}.png" for name in ("", "-board", "-390", "-model")}
+    with serve(site) as url, chromium() as browser:
+        pages = _every_page(site, url, browser, built)
         # code@0, kv@256, kv@512, niah@512, niah@1024 (the kvpress audit), niah@256 (the
-        # kvpress stride sweep) + published
-        assert page.locator("#leaderboard tbody.board").count() == 7
-        _boards_hold_their_own_rows(page)
+        # kvpress stride sweep)
+        assert sum(p.startswith("boards/") for p in pages) == 6
+        assert sum(p.startswith("models/") for p in pages) == 10
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        page.goto(f"{url}/index.html")
         page.screenshot(path=str(shots[""]))
-        page.click("text=HuggingFaceTB/SmolLM2-135M-Instruct >> nth=0")
+        page.goto(f"{url}/{board_page('phasebench_niah@1024')}")
+        titles = _titles(page)
+        names = {t.split(":")[0] for t in titles}
+        assert len(names) == 7 and all("kvpress-" in n for n in names), names
+        page.screenshot(path=str(shots["-board"]))
+        page.goto(f"{url}/{board_page('phasebench_code@0')}")
+        page.locator("th.c-model a", has_text="HuggingFaceTB/SmolLM2-135M-Instruct").first.click()
         page.wait_for_load_state("networkidle")
-        for selector in ("img.profile", "img.strip"):
-            image = page.locator(selector).first
-            assert image.evaluate("img => img.complete && img.naturalWidth > 0"), selector
+        for selector in ("svg.profile", "svg.strip"):
+            assert page.locator(selector).first.is_visible(), selector
+        assert page.locator("svg.profile circle.dot").count() >= 8
         command = page.locator("pre.command").inner_text()
         assert "pretrained=HuggingFaceTB/SmolLM2-135M-Instruct," in command
         assert "gguf_file=SmolLM2-135M-Instruct.Q4_1.gguf" in command
         assert "site-packages" not in command and "/root" not in command and "/home" not in command
+        hub = page.locator("a", has_text="on the Hugging Face Hub").get_attribute("href")
+        assert hub == "https://huggingface.co/HuggingFaceTB/SmolLM2-135M-Instruct"
         model_page = page.url
         phone = browser.new_page(viewport={"width": 390, "height": 844})
-        phone.goto(f"{url}/index.html")
-        phone.wait_for_load_state("networkidle")
-        _fits(phone)
+        phone.goto(f"{url}/{board_page('phasebench_niah@1024')}")
         phone.screenshot(path=str(shots["-390"]))
         phone.goto(model_page)
-        phone.wait_for_load_state("networkidle")
-        _fits(phone)
         phone.screenshot(path=str(shots["-model"]))
-        for shot in shots.values():
-            assert shot.stat().st_size > 10_000
-        assert not errors, errors
-        assert not external, external
-        browser.close()
+    for shot in shots.values():
+        assert shot.stat().st_size > 10_000

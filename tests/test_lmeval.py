@@ -62,7 +62,8 @@ def test_process_results_generate():
     assert "phase_gap" in out and "phase_gap@1024" in out
     assert not any(k.endswith("@4096") for k in out)
     assert {f"acc_phase_{r}@1024" for r in range(8)} <= set(out)
-    assert out["phase_gap@1024"] == (1024, 8, "1024/5", 3, 1.0, None, 0)
+    # no length phase: the length axis did not run
+    assert out["phase_gap@1024"] == (1024, 8, "1024/5", 3, 1.0, None, 0, None)
     assert "margin" not in out and "acc@1024" in out
     assert lmeval.process_results(_doc(), ["54321"])["acc"] == 0.0
 

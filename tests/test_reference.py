@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import torch  # noqa: E402  (the `reference` extra: a missing torch fails, never skips)
 
+from phasebench.demo import DEMO_VARIANTS  # noqa: E402
 from phasebench.families import kv  # noqa: E402
 from phasebench.reference import DEMO_N_BASE, SHIPPED, weights_dir  # noqa: E402
 from phasebench.reference.model import PhaseRefModel, register_auto_classes  # noqa: E402
@@ -116,7 +117,24 @@ def test_retraining_with_a_tiny_budget_saves_a_loadable_model(tmp_path):
     enc = hf_tok("abc123: 45678\nAnswer: the value of abc123 is", return_tensors="pt")
     gen = model.generate(**enc, max_new_tokens=3, do_sample=False, pad_token_id=0)
     assert gen.shape == (1, enc["input_ids"].shape[1] + 3)
-    assert not (tmp_path / ".mean-w8s4.tmp").exists()
+    # retraining into its own folder replaces it; nothing is left beside it
+    train("mean-w8s4", out, settings)
+    assert (out / "model.safetensors").read_bytes() == (again / "model.safetensors").read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["again", "mean-w8s4"]
+
+
+def test_train_never_replaces_a_folder_it_did_not_make(tmp_path, capsys):
+    """``reference train --out DIR`` writes DIR/<variant>; a DIR/full that is not a reference
+    model folder (no training.json) is refused before any training, and left as it was."""
+    from phasebench.cli import main
+
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "notes.txt").write_text("mine")
+    assert main(["reference", "train", "full", "--out", str(tmp_path), "--steps", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "was not made by this command" in err and "Traceback" not in err
+    assert (tmp_path / "full" / "notes.txt").read_text() == "mine"
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["full", "notes.txt"]
 
 
 def test_every_shipped_variant_is_committed():
@@ -152,13 +170,13 @@ def _kv_entry(report: dict, variant: str) -> dict:
 def test_demo_end_to_end(demo):
     """Every stage of the demo wrote its part, for every committed model."""
     paths, report = demo
-    assert sorted(report["runs"]) == sorted(f"phasebench-ref-{v}" for v in SHIPPED)
-    for variant in SHIPPED:
+    assert sorted(report["runs"]) == sorted(f"phasebench-ref-{v}" for v in DEMO_VARIANTS)
+    for variant in DEMO_VARIANTS:
         entry = _kv_entry(report, variant)
         assert len(entry["per_phase"]) == 8 and entry["n_base"] == DEMO_N_BASE
     assert any(p.endswith("mean-w8s4__phasebench_kv__512.profile.png") for p in paths["plots"])
     site = (Path(paths["site"])).read_text()
-    assert all(f"ref-{v}" in site for v in SHIPPED)
+    assert all(f"ref-{v}" in site for v in DEMO_VARIANTS)
 
 
 #: The committed models that carry the positive checks (docs/reference.md has all five).

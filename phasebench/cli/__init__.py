@@ -22,6 +22,7 @@ COMMANDS = (
     "verify",
     "inspect",
     "eval",
+    "probe",
     "tasks_dir",
     "report",
     "power",

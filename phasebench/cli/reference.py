@@ -100,8 +100,9 @@ def _train(args: argparse.Namespace) -> int:
 
     import torch
 
+    from phasebench.atomic import check_replaceable
     from phasebench.reference import SHIPPED, weights_dir
-    from phasebench.reference.train import settings_for, train
+    from phasebench.reference.train import MARKER, settings_for, train
 
     torch.set_num_threads(args.threads)
     variants = list(SHIPPED) if "all" in args.variant else args.variant
@@ -112,13 +113,15 @@ def _train(args: argparse.Namespace) -> int:
 
         return None if args.quiet else show
 
+    outs = {v: Path(args.out) / v if args.out else weights_dir() / v for v in variants}
+    for out in outs.values():  # refuse a folder train would not replace before any training
+        check_replaceable(out, MARKER)
     for variant in variants:
         settings = settings_for(variant, seed=args.seed)
         if args.steps is not None:
             settings = dataclasses.replace(settings, steps=args.steps)
-        out = Path(args.out) / variant if args.out else weights_dir() / variant
-        train(variant, out, settings, on_loss=log(variant))
-        print(out)
+        train(variant, outs[variant], settings, on_loss=log(variant))
+        print(outs[variant])
     return 0
 
 

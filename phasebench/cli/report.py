@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from phasebench import metrics
 from phasebench.cli import _args
 
 
@@ -21,12 +22,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     rep.add_argument("--json", dest="json_out", default=None, metavar="FILE", help="write JSON")
     rep.add_argument("--plots", default=None, metavar="DIR", help="write PNG and SVG plots")
     rep.add_argument(
-        "--n-boot", type=_args.non_negative_int, default=1000, help="bootstrap resamples"
+        "--n-boot", type=_args.non_negative_int, default=metrics.N_BOOT, help="bootstrap resamples"
     )
     rep.add_argument(
-        "--n-perm", type=_args.non_negative_int, default=1000, help="permutations for the p-value"
+        "--n-perm",
+        type=_args.non_negative_int,
+        default=metrics.N_PERM,
+        help="permutations for the p-value",
     )
-    rep.add_argument("--seed", type=_args.non_negative_int, default=0, help="statistics seed")
+    rep.add_argument(
+        "--seed", type=_args.non_negative_int, default=metrics.SEED, help="statistics seed"
+    )
     rep.set_defaults(run=run)
 
 

@@ -21,6 +21,10 @@ from phasebench.samples import SERVED_KEY, served_label, served_state, served_ve
 from phasebench.tokenizer_behaviour import provenance_difference
 
 METRIC_TOLERANCE = 1e-9
+#: The longest config a board accepts (the 128K of the published figures): a claimed spec
+#: beyond it is refused before anything is regenerated, so a submission cannot spend the
+#: validator's time and memory on a split no board would show.
+BOARD_MAX_LENGTH = 131_072
 
 
 def task_configs(raw: RawSubmission, tasks: Mapping[str, str]) -> dict[str, tuple[Path, dict]]:
@@ -107,7 +111,7 @@ def _spec_for(
     if len(seeds) != 1:
         raise Refused("hash", path, f"{task} length {length}: samples disagree on the seed")
     try:
-        return SplitSpec(
+        spec = SplitSpec(
             family=first["family"],
             length=length,
             modulus=modulus,
@@ -118,6 +122,15 @@ def _spec_for(
         )
     except (PhasebenchError, TypeError, KeyError) as exc:
         raise Refused("hash", path, f"{task} length {length}: no valid spec ({exc})") from None
+    if spec.length > BOARD_MAX_LENGTH:
+        raise Refused(
+            "hash",
+            path,
+            f"{task} length {length:,}: beyond what the leaderboard's boards accept (at most "
+            f"{BOARD_MAX_LENGTH:,} tokens; building it would need about "
+            f"{spec.estimated_memory() / 2**30:.1f} GiB); it is not regenerated",
+        )
+    return spec
 
 
 def expected_context(

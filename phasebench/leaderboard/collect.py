@@ -237,14 +237,20 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-_MARK_TEXT = re.compile(r"^[^<>\x00-\x1f\x7f]{1,1000}$")
+#: Characters no displayed text may hold: C0 and C1 controls, and the invisible ones that
+#: reorder or hide text on a page or a terminal (bidi overrides and isolates, zero-width
+#: characters, line and paragraph separators, the byte-order mark). Kept in step with the
+#: text patterns of ``submission.schema.json``.
+INVISIBLE = "\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff"
+_MARK_TEXT = re.compile(f"^[^<>{INVISIBLE}]{{1,1000}}$")
 _MARK_DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 MARK_KEYS = {"reproduced_by", "date", "note", "files", "phasebench_version"}
 
 
 def mark_text_ok(text: object, limit: int) -> bool:
-    """Plain text for a mark: 1..``limit`` characters, no ``<``, ``>`` or control characters."""
+    """Plain text for a mark: 1..``limit`` characters, no ``<``, ``>``, control or invisible
+    characters (:data:`INVISIBLE`)."""
     return isinstance(text, str) and len(text) <= limit and bool(_MARK_TEXT.match(text))
 
 

@@ -1,15 +1,21 @@
 """Render the static site from ``leaderboard.json``. Displays numbers; never computes a statistic.
 
 Pages are jinja2 templates with autoescaping (every string from a submission is text, never
-markup); plots are matplotlib SVGs made deterministic (fixed ``svg.hashsalt``, no date metadata);
-the only script is the local ``leaderboard.js``. Nothing is loaded from the network.
+markup). The site is one index of boards, one page per board (one task at one length), one page
+per model, so no page carries every row. Charts are inline SVG drawn by the templates from
+:mod:`phasebench.leaderboard.charts`, so they follow the page's colours and filters; the only
+script is the local ``leaderboard.js``. Nothing is loaded from the network.
+
+Pages are written with plain writes: :func:`build_site` renders into a staging folder that is
+swapped in whole, so a failure never leaves a half-written site.
 """
 
 from __future__ import annotations
 
+import datetime
 import functools
-import io
 import json
+import os
 from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
@@ -17,8 +23,10 @@ from typing import Any
 
 import jinja2
 
-from phasebench.atomic import atomic_write_text, check_replaceable, staged_folder
+from phasebench._version import __version__
+from phasebench.atomic import check_replaceable, staged_folder
 from phasebench.errors import OutputError
+from phasebench.leaderboard import charts
 
 ASSETS = ("leaderboard.js", "style.css")
 #: Pages rendered from the method and the rules alone (no rows).
@@ -35,6 +43,7 @@ def environment() -> jinja2.Environment:
         autoescape=True,  # every page: submission text is always escaped
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
+        auto_reload=False,
     )
     env.filters["pct"] = _pct
     env.filters["pp"] = _pp
@@ -42,6 +51,11 @@ def environment() -> jinja2.Environment:
     env.filters["ci_pp"] = functools.partial(_ci, unit=" pp")
     env.filters["p"] = _p
     env.filters["tokens"] = _tokens
+    env.filters["identity"] = identity
+    env.filters["key"] = _key
+    env.filters["serving"] = lambda s: _serving(s) if s else ""
+    env.filters["short"] = _short
+    env.filters["heat"] = charts.heat_class
     return env
 
 
@@ -63,128 +77,88 @@ def _ci(interval: Sequence[Any] | None, unit: str = "%") -> str:
     return f"[{100 * interval[0]:.1f}–{100 * interval[1]:.1f}{unit}]"
 
 
-def _p(value: Any) -> str:
-    return "—" if value is None else f"{value:.3g}"
+def _p(value: Any, n_perm: int | None = None) -> str:
+    """``p = 0.0123``; at the permutation floor ``1 / (1 + n_perm)`` (no shuffle reached the
+    observed gap) ``p < 1/n_perm``, e.g. ``p < 0.001`` for 1000 permutations."""
+    if value is None:
+        return "p —"
+    if n_perm and value <= 1.0 / (1 + n_perm) * (1 + 1e-9):
+        return f"p < {1.0 / n_perm:.3g}"
+    return f"p = {value:.3g}"
+
+
+def _key(value: Any) -> str:
+    """A number as a sort key in the page (``data-v``): 6 significant digits, empty if missing."""
+    return "" if value is None else f"{value:.6g}"
 
 
 def _tokens(value: Any) -> str:
     return "—" if value is None else f"{value} tokens"
 
 
-# -- plots --------------------------------------------------------------------------------------
+# -- identity and links -------------------------------------------------------------------------
+
+#: The project's source repository and the study it follows; every page links to both.
+REPOSITORY = "https://github.com/phasebench/phasebench"
+PAPER = "https://arxiv.org/abs/2609.36322"
+HUB = "https://huggingface.co"
+#: A board page shows its first rows only until the visitor asks for all of them.
+TOP_N = 100
+#: KV-cache descriptions are cut to this many characters in tables (full text on the model page).
+KV_SHORT = 40
 
 
-def _pyplot():
-    import matplotlib
+def identity(item: Mapping[str, Any]) -> str:
+    """What tells one entry from another: model, variant and serving engine when given."""
+    parts = [str(item.get("model", ""))]
+    meta = item.get("meta") or {}
+    variant = item.get("variant") or meta.get("variant")
+    if variant:
+        parts.append(str(variant))
+    serving = item.get("serving") or meta.get("serving")
+    if serving:
+        parts.append(_serving(serving))
+    return " · ".join(parts)
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
-    plt.rcParams.update(
-        {
-            "svg.hashsalt": "phasebench",
-            "svg.fonttype": "path",
-            "font.size": 9,
-            "axes.spines.top": False,
-            "axes.spines.right": False,
-        }
+def _serving(serving: Any) -> str:
+    if isinstance(serving, Mapping):
+        return " ".join(str(serving[k]) for k in ("engine", "version") if serving.get(k))
+    return str(serving)
+
+
+def _short(text: Any, limit: int = KV_SHORT) -> str:
+    text = "" if text is None else str(text)
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def hub_url(model: str) -> str | None:
+    """The model's page on the Hub, for an ``org/name`` id (published figures have none)."""
+    parts = str(model).split("/")
+    if len(parts) == 2 and all(parts) and " " not in model:
+        return f"{HUB}/{model}"
+    return None
+
+
+def build_date() -> str:
+    """The day the site is built (UTC), or the day of ``SOURCE_DATE_EPOCH`` when it is set, so
+    that a rebuild from the same inputs can be made byte-identical."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    moment = (
+        datetime.datetime.fromtimestamp(int(epoch), datetime.UTC)
+        if epoch and epoch.isdigit()
+        else datetime.datetime.now(datetime.UTC)
     )
-    return plt
+    return moment.strftime("%Y-%m-%d")
 
 
-def _svg(fig) -> str:
-    buf = io.StringIO()
-    fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None}, bbox_inches="tight")
-    _pyplot().close(fig)
-    return buf.getvalue()
+def study_bibtex() -> str:
+    """The study's BibTeX entry, from the one text the data card and the READMEs cite."""
+    from phasebench.resources import resource_dir
 
-
-def phase_profile_svg(summary: Mapping[str, Any], title: str) -> str:
-    """Per-phase accuracy with its Wilson interval band, the average and the worst phase."""
-    plt = _pyplot()
-    per = summary["per_phase"]
-    phases = [p["phase"] for p in per]
-    acc = [100 * (p["acc"] if p["acc"] is not None else float("nan")) for p in per]
-    lo = [100 * (p["ci"][0] if p["ci"][0] is not None else float("nan")) for p in per]
-    hi = [100 * (p["ci"][1] if p["ci"][1] is not None else float("nan")) for p in per]
-    fig, ax = plt.subplots(figsize=(5.2, 2.6))
-    ax.fill_between(phases, lo, hi, color="#9ecae1", alpha=0.6, label="95% interval", step=None)
-    ax.plot(phases, acc, marker="o", color="#08519c", label="accuracy")
-    if summary.get("acc") is not None:
-        ax.axhline(100 * summary["acc"], color="#636363", ls="--", lw=1, label="average")
-    ax.set_xticks(phases)
-    ax.set_xlabel("phase (anchor position mod modulus)")
-    ax.set_ylabel("accuracy (%)")
-    ax.set_ylim(-2, 102)
-    ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=7, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=3)
-    return _svg(fig)
-
-
-def margin_strip_svg(code: Mapping[str, Any], title: str) -> str:
-    """Code margin log p(right) - log p(distractor) against padding length, per pattern."""
-    import numpy as np
-
-    plt = _pyplot()
-    margins = np.array(
-        [[np.nan if v is None else v for v in row] for row in code["margins"]], dtype=float
-    )
-    bound = float(np.nanmax(np.abs(margins))) if np.isfinite(margins).any() else 1.0
-    height = 0.6 + 0.22 * max(1, len(code["patterns"]))
-    fig, ax = plt.subplots(figsize=(5.2, min(height, 8.0)))
-    image = ax.imshow(margins, cmap="RdBu", vmin=-bound, vmax=bound, aspect="auto")
-    steps = margins.shape[1]
-    ax.set_xticks(range(steps), [str(x) for x in range(steps)], fontsize=6)
-    ax.set_yticks(range(len(code["patterns"])), code["patterns"], fontsize=6)
-    ax.set_xlabel("padding tokens added (sweep step)")
-    ax.set_title(title, fontsize=9)
-    fig.colorbar(image, ax=ax, label="margin")
-    return _svg(fig)
-
-
-def scatter_svg(rows: Sequence[Mapping[str, Any]], title: str) -> str:
-    """Average against the cross-fitted worst phase (the ranked number), with y = x: distance
-    below the line is what averages hide."""
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(4.2, 4.0))
-    ax.plot([0, 100], [0, 100], color="#969696", lw=1, ls="--", label="y = x")
-    for row in rows:
-        if row.get("acc") is None or row.get("worst_phase_crossfit") is None:
-            continue
-        x, y = 100 * row["acc"], 100 * row["worst_phase_crossfit"]
-        ax.plot([x], [y], marker="o", color="#08519c")
-        ax.annotate(row["model"].split("/")[-1], (x, y), fontsize=6, xytext=(3, 3),
-                    textcoords="offset points")  # fmt: skip
-    ax.set_xlim(-2, 102)
-    ax.set_ylim(-2, 102)
-    ax.set_xlabel("average (%)")
-    ax.set_ylabel("worst phase, cross-fitted (%)")
-    ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=7, frameon=False, loc="upper left")
-    return _svg(fig)
-
-
-def heatmap_svg(rows: Sequence[Mapping[str, Any]], title: str) -> str:
-    """Models x phases accuracy."""
-    import numpy as np
-
-    plt = _pyplot()
-    width = max(len(r.get("per_phase") or []) for r in rows)
-    data = np.full((len(rows), width), np.nan)
-    for i, row in enumerate(rows):
-        for j, value in enumerate(row.get("per_phase") or []):
-            data[i, j] = np.nan if value is None else 100 * value
-    fig, ax = plt.subplots(figsize=(5.0, 0.9 + 0.3 * len(rows)))
-    image = ax.imshow(data, cmap="viridis", vmin=0, vmax=100, aspect="auto")
-    ax.set_xticks(range(width))
-    ax.set_yticks(range(len(rows)), [r["model"].split("/")[-1] for r in rows], fontsize=7)
-    ax.set_xlabel("phase")
-    ax.set_title(title, fontsize=9)
-    fig.colorbar(image, ax=ax, label="accuracy (%)")
-    return _svg(fig)
-
-
-# -- site ---------------------------------------------------------------------------------------
+    text = (resource_dir("data_cards") / "citation.md").read_text(encoding="utf-8")
+    start = text.index("```bibtex") + len("```bibtex")
+    return text[start : text.index("```", start)].strip()
 
 
 def _slug(board: str) -> str:
@@ -196,86 +170,153 @@ def board_page(board: str) -> str:
     return f"boards/{_slug(board)}.html"
 
 
-def render_site(board: Mapping[str, Any], out: Path) -> list[Path]:
-    """Write index.html, one page per model, rejections.html, plots/*.svg and the assets."""
+# -- site ---------------------------------------------------------------------------------------
+
+
+def render_site(
+    board: Mapping[str, Any],
+    out: Path,
+    *,
+    built: str | None = None,
+    repository: str = REPOSITORY,
+) -> list[Path]:
+    """Write index.html (the boards and their leaders), one page per board under boards/, one
+    page per model under models/, reported.html (published figures), rejections.html, the
+    static pages and the assets. ``built`` is the build date shown on every page."""
     out = Path(out)
     env = environment()
     written: list[Path] = []
+    site = {
+        "built": built or board.get("built") or build_date(),
+        "version": board.get("phasebench_version", __version__),
+        "repository": repository,
+        "paper": PAPER,
+        "n_perm": (board.get("method") or {}).get("n_perm"),
+    }
+    env.globals.update(site=site, hub_url=hub_url)
 
-    def write(rel: str, text: str) -> None:
+    def write(rel: str, template: str, **context: Any) -> None:
         path = out / rel
         path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(path, text)
+        text = env.get_template(template).render(**context)
+        path.write_text(text, encoding="utf-8")  # inside build_site's staging folder
         written.append(path)
 
     boards = []
-    for name in sorted({r["board"] for r in board["rows"]}):
+    order = {r["board"]: (r["task"], r["length"]) for r in board["rows"]}
+    for name in sorted(order, key=lambda n: order[n]):  # by task, then length as a number
         members = [r for r in board["rows"] if r["board"] == name]  # in score's rank order
-        slug = _slug(name)
-        label = f"{members[0]['task']} @ {members[0]['length']} tokens"
-        write(
-            f"plots/{slug}-average-vs-worst.svg", scatter_svg(members, f"{name}: average vs worst")
-        )
-        write(f"plots/{slug}-phases.svg", heatmap_svg(members, f"{name}: accuracy per phase"))
+        first = members[0]
+        labels = [identity(r) for r in members]
         boards.append(
             {
                 "name": name,
-                "slug": slug,
-                "label": label,
-                "task": members[0]["task"],
-                "length": members[0]["length"],
+                "slug": _slug(name),
+                "label": f"{first['task']} @ {first['length']} tokens",
+                "task": first["task"],
+                "length": first["length"],
                 "rows": members,
+                "labels": labels,
+                "leaders": [
+                    (r, lab) for r, lab in zip(members, labels, strict=True) if r["rank_worst"] == 1
+                ],  # fmt: skip
+                "has_serving": any(r.get("serving") for r in members),
+                "kv_caches": sorted({str(r["kv_cache"]) for r in members if r.get("kv_cache")}),
+                "max_phases": max((len(r.get("per_phase") or []) for r in members), default=0),
+                "scatter": charts.scatter_svg(
+                    members,
+                    labels,
+                    "scatter",
+                    f"{first['task']} @ {first['length']} tokens: average against cross-fitted "
+                    "worst phase, one point per model · variant",
+                ),
             }
         )
-    rows = [*board["rows"], *board.get("reported", [])]
-    kv_caches = sorted({str(r["kv_cache"]) for r in rows if r.get("kv_cache")})
-
-    max_phases = max((len(r.get("per_phase") or []) for r in board["rows"]), default=0)
+    common = {"method": board.get("method") or {}}
     write(
         "index.html",
-        env.get_template("index.html.j2").render(
-            board=board, boards=boards, kv_caches=kv_caches, max_phases=max_phases, root="."
-        ),
+        "index.html.j2",
+        board=board,
+        boards=boards,
+        root=".",
+        bibtex=study_bibtex(),
+        **common,
     )
+    for b in boards:
+        write(
+            f"boards/{b['slug']}.html",
+            "board.html.j2",
+            b=b,
+            boards=boards,
+            top_n=TOP_N,
+            kv_short=KV_SHORT,
+            root="..",
+            **common,
+        )
+    write("reported.html", "reported.html.j2", rows=board.get("reported", []), root=".", **common)
     for name in STATIC_PAGES:
-        page = env.get_template(f"{name}.j2").render(method=board.get("method", {}), root=".")
-        write(name, page)
+        write(name, f"{name}.j2", root=".", bibtex=study_bibtex(), **common)
     schema = resources.files("phasebench.leaderboard") / "submission.schema.json"
-    write("submission.schema.json", schema.read_text(encoding="utf-8"))
-    for page, detail in sorted(board["models"].items()):
-        plots = []
-        for entry in detail["boards"]:
-            stem = f"{Path(page).stem}-{_slug(entry['task'] + '@' + str(entry['length']))}"
-            title = f"{detail['model']} {entry['task']} @ {entry['length']}"
-            write(f"plots/{stem}-profile.svg", phase_profile_svg(entry["summary"], title))
-            item = {"entry": entry, "profile": f"../plots/{stem}-profile.svg", "strip": None}
-            if entry["summary"].get("code"):
-                write(
-                    f"plots/{stem}-margins.svg", margin_strip_svg(entry["summary"]["code"], title)
-                )
-                item["strip"] = f"../plots/{stem}-margins.svg"
-            plots.append(item)
-        write(page, env.get_template("model.html.j2").render(detail=detail, plots=plots, root=".."))
-    write(
-        "rejections.html",
-        env.get_template("rejections.html.j2").render(report=board["rejections"], root="."),
+    (out / "submission.schema.json").write_text(
+        schema.read_text(encoding="utf-8"), encoding="utf-8"
     )
+    written.append(out / "submission.schema.json")
+    board_slugs = {(r["task"], r["length"]): _slug(r["board"]) for r in board["rows"]}
+    for page, detail in sorted(board["models"].items()):
+        items = []
+        for n, entry in enumerate(detail["boards"], start=1):
+            summary = entry["summary"]
+            items.append(
+                {
+                    "entry": entry,
+                    "board": board_slugs.get((entry["task"], entry["length"])),
+                    "profile": functools.partial(charts.profile_svg, summary, f"profile-{n}"),
+                    "strip": (
+                        functools.partial(charts.margin_strip_svg, summary["code"], f"strip-{n}")
+                        if summary.get("code")
+                        else None
+                    ),
+                    "bound": charts.margin_bound(summary["code"]) if summary.get("code") else None,
+                }
+            )
+        write(
+            page,
+            "model.html.j2",
+            detail=detail,
+            label=identity(detail),
+            items=items,
+            root="..",
+            **common,
+        )
+    write("rejections.html", "rejections.html.j2", report=board["rejections"], root=".", **common)
     for name in ASSETS:
         source = resources.files("phasebench.leaderboard") / "templates" / name
-        write(f"assets/{name}", source.read_text(encoding="utf-8"))
+        (out / "assets").mkdir(parents=True, exist_ok=True)
+        (out / "assets" / name).write_text(source.read_text(encoding="utf-8"), encoding="utf-8")
+        written.append(out / "assets" / name)
     return written
 
 
-def build_site(board: Mapping[str, Any], out: Path) -> list[Path]:
+def build_site(
+    board: Mapping[str, Any],
+    out: Path,
+    *,
+    built: str | None = None,
+    repository: str = REPOSITORY,
+) -> list[Path]:
     """Tables plus site into ``out``, built beside it and swapped in: a failure leaves the
     previous site as it was, and ``out`` is replaced only if it is an earlier phasebench site
-    (it holds :data:`SITE_MARKER`) or empty; anything else is refused before any work."""
+    (it holds :data:`SITE_MARKER`) or empty; anything else is refused before any work.
+
+    The build date (``built``, default :func:`build_date`) goes into ``leaderboard.json`` and on
+    every page, next to the phasebench version."""
     from phasebench.leaderboard.score import write_tables
 
     out = Path(out)
+    board = {**board, "built": built or build_date()}
     with staged_folder(out, marker=SITE_MARKER) as staging:
         write_tables(board, staging)
-        render_site(board, staging)
+        render_site(board, staging, repository=repository)
     return sorted(p for p in out.rglob("*") if p.is_file() and p.name != SITE_MARKER)
 
 

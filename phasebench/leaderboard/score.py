@@ -19,7 +19,7 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -27,20 +27,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from phasebench import metrics
 from phasebench._version import __version__
 from phasebench.atomic import atomic_write_text
 from phasebench.leaderboard.validate import Outcome, Submission
-from phasebench.samples import summarize_records
+from phasebench.samples import ScoredRecord, summarize_records
 
-N_BOOT = 1000
-N_PERM = 1000
-SEED = 0
-LOCK_STRIDE = 4
 REPORTED_NOTE = "reported, not reproduced"
 #: ``evidence`` of a row, and what the site says about it.
 RECOMPUTED = "recomputed"
 REPRODUCED = "reproduced"
-RECOMPUTED_NOTE = "recomputed from the submitted logs"
 EVIDENCE_NOTE = (
     "recomputed from the submitted logs: validation proves every number follows from the logs "
     "and the regenerated prompts, not that the logs came from the model; 'reproduced' marks an "
@@ -83,16 +79,30 @@ def summarize_board(frame: pd.DataFrame) -> dict[str, Any]:
     and ``phasebench report`` use, with the same settings, so all three agree."""
     records = []
     for r in frame.itertuples(index=False):
-        record = (int(r.length), int(r.modulus), str(r.unit), int(r.phase), float(r.acc),
-                  None if r.margin is None or r.margin != r.margin else float(r.margin),
-                  int(r.pad))  # fmt: skip
-        lp = getattr(r, "length_phase", None)
-        if lp is not None and lp == lp:  # the length axis ran (NaN: it did not)
-            record += (int(lp),)
-        records.append(record)
-    out = summarize_records(records, n_boot=N_BOOT, n_perm=N_PERM, seed=SEED)
+        lp = getattr(r, "length_phase", None)  # NaN or None: the length axis did not run
+        records.append(
+            ScoredRecord(int(r.length), int(r.modulus), str(r.unit), int(r.phase), float(r.acc),
+                         None if r.margin is None or r.margin != r.margin else float(r.margin),
+                         int(r.pad), None if lp is None or lp != lp else int(lp))
+        )  # fmt: skip
+    out = summarize_records(records, n_boot=metrics.N_BOOT, n_perm=metrics.N_PERM,
+                            seed=metrics.SEED)  # fmt: skip
     if "code" in out:
-        out["code"]["phase_lock_stride"] = LOCK_STRIDE
+        out["code"]["phase_lock_stride"] = metrics.LOCK_STRIDE
+    return out
+
+
+def exported(summary: Mapping[str, Any]) -> dict[str, Any]:
+    """The exported statistics of one board summary, as a leaderboard row carries them: each
+    declared statistic's value under its key, its interval under the interval's key, the
+    per-phase accuracies as a list."""
+    out: dict[str, Any] = {}
+    for stat in metrics.statistics():
+        if not stat.exported:
+            continue
+        out[stat.key] = stat.value(summary)
+        if stat.interval is not None:
+            out[stat.interval] = list(stat.interval_of(summary))
     return out
 
 
@@ -104,6 +114,16 @@ def board_summaries(sub: Submission) -> dict[str, Any]:
         f"{task}@{int(length)}": summarize_board(frame)
         for (task, length), frame in sub.samples.groupby(["task", "length"], sort=True)
     }
+
+
+def _lacks_a_statistic(summary: Mapping[str, Any]) -> bool:
+    """Whether a summary misses a declared statistic computed outside the built-in summary."""
+    return any(
+        stat.compute is not None
+        and stat.key not in summary
+        and (not stat.needs_margin or "margin" in summary)
+        for stat in metrics.statistics()
+    )
 
 
 def _rank(rows: Sequence[dict], ci_key: str) -> list[int]:
@@ -133,6 +153,7 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
             "name": sub.name,
             "model": sub.meta["model"],
             "revision": sub.meta["revision"],
+            "variant": sub.meta.get("variant"),
             "meta": {k: sub.meta[k] for k in sorted(sub.meta) if k != "tokenizer"},
             "tokenizer": sub.meta["tokenizer"],
             "provenance": sub.provenance,
@@ -142,7 +163,9 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
         for (task, length), frame in sub.samples.groupby(["task", "length"], sort=True):
             modulus = int(frame["modulus"].iloc[0])
             summary = (sub.summaries or {}).get(f"{task}@{int(length)}")
-            if summary is None:  # not computed by the validating process
+            if summary is None or _lacks_a_statistic(summary):
+                # not computed by the validating process, or computed where a statistic
+                # registered here is unknown
                 summary = summarize_board(frame)
             detail["boards"].append({"task": task, "length": int(length), "summary": summary})
             rows.append(
@@ -155,34 +178,13 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
                     "n_base": int(summary["n_base"]),
                     "model": sub.meta["model"],
                     "revision": sub.meta["revision"],
+                    "variant": sub.meta.get("variant"),
                     "precision": sub.meta["precision"],
                     "backend": sub.meta["backend"],
                     "kv_cache": sub.meta["kv_cache"],
                     "serving": serving_label(sub.meta.get("serving")),
-                    **length_axis_columns(summary),
                     "chat_template": bool(sub.meta["chat_template"]),
-                    "acc": summary["acc"],
-                    "acc_ci": summary["acc_ci"],
-                    "worst_phase": summary["worst_phase"],
-                    "worst_phase_ci": summary["worst_phase_ci"],
-                    "worst_phase_index": summary["worst_phase_index"],
-                    "worst_phase_crossfit": summary["worst_phase_crossfit"],
-                    "worst_phase_crossfit_ci": summary["worst_phase_crossfit_ci"],
-                    "best_phase": summary["best_phase"],
-                    "best_phase_index": summary["best_phase_index"],
-                    "gap": summary["gap"],
-                    "gap_ci": summary["gap_ci"],
-                    "null_gap_mean": summary["null_gap_mean"],
-                    "null_gap_q95": summary["null_gap_q95"],
-                    "p_value": summary["p_value"],
-                    "significant": summary["significant"],
-                    "dominant_period": summary["dominant_period"],
-                    "per_phase": [p["acc"] for p in summary["per_phase"]],
-                    "phase_lock_rate": (
-                        summary["code"]["phase_lock_rate"][str(LOCK_STRIDE)]
-                        if "code" in summary
-                        else None
-                    ),
+                    **exported(summary),
                     "lm_eval_version": sub.provenance["lm_eval_version"],
                     "transformers_version": sub.provenance["transformers_version"],
                     "phasebench_version": __version__,
@@ -203,15 +205,21 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
         for row, rank in zip(members, _rank(members, "acc_ci"), strict=True):
             row["rank_average"] = rank
     rows.sort(
-        key=lambda r: (r["board"], r["rank_worst"], -(r["worst_phase_crossfit"] or 0), r["model"])
+        key=lambda r: (
+            r["board"],
+            r["rank_worst"],
+            -(r["worst_phase_crossfit"] or 0),
+            r["model"],
+            r["variant"] or "",
+        )
     )
     return {
         "phasebench_version": __version__,
         "method": {
-            "n_boot": N_BOOT,
-            "n_perm": N_PERM,
-            "seed": SEED,
-            "alpha": 0.05,
+            "n_boot": metrics.N_BOOT,
+            "n_perm": metrics.N_PERM,
+            "seed": metrics.SEED,
+            "alpha": metrics.ALPHA,
             "rank": "1 + number of models whose interval lower bound is above this model's "
             "upper bound (cross-fitted worst phase by default, average as a toggle)",
             "rank_reason": "the plain worst phase is the minimum of noisy per-phase means and "
@@ -316,15 +324,7 @@ def reported_rows(data: Mapping[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def length_axis_columns(summary: Mapping[str, Any]) -> dict[str, Any]:
-    """The length-phase axis of a board's summary as row columns (None where it did not run)."""
-    axis = summary.get("length_axis") or (summary if summary.get("axis") == "length" else None)
-    return {
-        "length_worst_phase": axis["worst_phase"] if axis else None,
-        "length_gap": axis["gap"] if axis else None,
-        "length_p_value": axis["p_value"] if axis else None,
-        "length_period": axis["dominant_period"] if axis else None,
-    }
+# -- files --------------------------------------------------------------------------------------
 
 
 def serving_label(serving: Mapping[str, Any] | None) -> str | None:
@@ -336,19 +336,28 @@ def serving_label(serving: Mapping[str, Any] | None) -> str | None:
     return f"{serving['engine']} {serving['version']}" + (f"; {flags}" if flags else "")
 
 
-# -- files --------------------------------------------------------------------------------------
-
-FLAT_COLUMNS = [
+#: Columns of the flat tables before and after the statistics (:func:`flat_columns`).
+ROW_COLUMNS = [
     "board", "task", "task_version", "length", "modulus", "n_base", "model", "revision",
-    "precision", "backend", "kv_cache", "serving", "chat_template", "rank_worst", "rank_average",
-    "acc", "acc_lo", "acc_hi", "worst_phase", "worst_phase_lo", "worst_phase_hi",
-    "worst_phase_index", "worst_phase_crossfit", "worst_phase_crossfit_lo",
-    "worst_phase_crossfit_hi", "best_phase", "best_phase_index", "gap", "gap_lo", "gap_hi",
-    "null_gap_mean", "null_gap_q95", "p_value", "significant", "dominant_period",
-    "length_worst_phase", "length_gap", "length_p_value", "length_period", "phase_lock_rate",
-    "lm_eval_version", "transformers_version", "phasebench_version", "date",
-    "reported", "evidence",
+    "variant", "precision", "backend", "kv_cache", "serving", "chat_template", "rank_worst",
+    "rank_average",
 ]  # fmt: skip
+TAIL_COLUMNS = ["lm_eval_version", "transformers_version", "phasebench_version", "date",
+                "reported", "evidence"]  # fmt: skip
+
+
+def flat_columns() -> list[str]:
+    """The flat tables' columns: the row's identity, every exported statistic (an interval as
+    ``<key>_lo`` / ``<key>_hi``; per-phase values come last as ``phase_<r>``), provenance."""
+    columns = list(ROW_COLUMNS)
+    for stat in metrics.statistics():
+        if stat.exported and not stat.per_phase:
+            columns.append(stat.key)
+            if stat.interval is not None:
+                columns += [f"{stat.key}_lo", f"{stat.key}_hi"]
+    return columns + TAIL_COLUMNS
+
+
 #: A cell starting with one of these is a formula to a spreadsheet.
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
@@ -363,20 +372,25 @@ def spreadsheet_safe(value: Any) -> Any:
 
 def flat_table(board: Mapping[str, Any]) -> pd.DataFrame:
     """One line per leaderboard row, intervals split into _lo/_hi, phases as phase_<r> columns."""
+    columns = flat_columns()
     records = []
     for row in board["rows"]:
-        flat = {k: row.get(k) for k in FLAT_COLUMNS if not k.endswith(("_lo", "_hi"))}
-        for key in ("acc", "worst_phase", "worst_phase_crossfit", "gap"):
-            lo, hi = row.get(f"{key}_ci") or (None, None)
-            flat[f"{key}_lo"], flat[f"{key}_hi"] = lo, hi
-        for r, value in enumerate(row.get("per_phase") or []):
-            flat[f"phase_{r}"] = value
+        flat = {k: row.get(k) for k in columns}
+        for stat in metrics.statistics():
+            if not stat.exported:
+                continue
+            if stat.per_phase:
+                for r, value in enumerate(row.get(stat.key) or []):
+                    flat[f"phase_{r}"] = value
+            elif stat.interval is not None:
+                lo, hi = row.get(stat.interval) or (None, None)
+                flat[f"{stat.key}_lo"], flat[f"{stat.key}_hi"] = lo, hi
         records.append(flat)
     frame = pd.DataFrame.from_records(records)
     phase_cols = sorted(
         (c for c in frame.columns if re.fullmatch(r"phase_\d+", c)), key=lambda c: int(c[6:])
     )
-    return frame.reindex(columns=FLAT_COLUMNS + phase_cols)
+    return frame.reindex(columns=columns + phase_cols)
 
 
 def per_phase_table(board: Mapping[str, Any]) -> pd.DataFrame:
@@ -389,6 +403,7 @@ def per_phase_table(board: Mapping[str, Any]) -> pd.DataFrame:
                     {
                         "model": detail["model"],
                         "revision": detail["revision"],
+                        "variant": detail["variant"],
                         "task": entry["task"],
                         "length": entry["length"],
                         "phase": p["phase"],
@@ -399,7 +414,19 @@ def per_phase_table(board: Mapping[str, Any]) -> pd.DataFrame:
                         "page": page,
                     }
                 )
-    columns = ["model", "revision", "task", "length", "phase", "acc", "ci_lo", "ci_hi", "n", "page"]
+    columns = [
+        "model",
+        "revision",
+        "variant",
+        "task",
+        "length",
+        "phase",
+        "acc",
+        "ci_lo",
+        "ci_hi",
+        "n",
+        "page",
+    ]
     return pd.DataFrame.from_records(records, columns=columns)
 
 
@@ -407,7 +434,9 @@ def write_tables(board: Mapping[str, Any], out: Path) -> list[Path]:
     """leaderboard.json / .csv / .parquet and per_phase.parquet (each written atomically)."""
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / "leaderboard.json", out / "leaderboard.csv"]
-    atomic_write_text(paths[0], json.dumps(board, indent=2, sort_keys=True, allow_nan=False) + "\n")
+    # compact: json's C encoder (indent= falls back to the pure-Python one, 20 s at 1,000 entries)
+    text = json.dumps(board, sort_keys=True, allow_nan=False, separators=(",", ":"))
+    atomic_write_text(paths[0], text + "\n")
     flat = flat_table(board)
     safe = flat.astype(object).map(spreadsheet_safe)
     atomic_write_text(paths[1], safe.to_csv(index=False, lineterminator="\n"))
@@ -421,7 +450,3 @@ def write_tables(board: Mapping[str, Any], out: Path) -> list[Path]:
         tmp.replace(path)
         paths.append(path)
     return paths
-
-
-def iter_models(board: Mapping[str, Any]) -> Iterable[tuple[str, dict]]:
-    return sorted(board["models"].items())

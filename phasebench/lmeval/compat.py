@@ -18,7 +18,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from phasebench.errors import DependencyError
+from phasebench.errors import DependencyError, EvalError
 
 __all__ = [
     "DEFAULT_MAX_GEN_TOKS",
@@ -27,10 +27,14 @@ __all__ = [
     "apply_template",
     "check_version",
     "configurable_task",
+    "create_model",
     "doc_hash",
     "evaluate_and_save",
     "hash_string",
+    "parse_model_args",
+    "record_responses",
     "register_model",
+    "request",
     "resolve_max_length",
     "run_cli",
 ]
@@ -212,3 +216,54 @@ def evaluate_and_save(
     for task in results["configs"]:
         tracker.save_results_samples(task_name=task, samples=samples[task])
     return results
+
+
+# -- one model, called directly ---------------------------------------------------------------
+
+
+def create_model(model: str, model_args: str, **config: Any) -> Any:
+    """An lm-eval model (``lm_eval.api.model.LM``) built as ``lm_eval --model MODEL
+    --model_args ARGS`` builds it: the registered class, from the argument string, with
+    ``config`` (``batch_size``, ``device``) added where not None."""
+    import lm_eval.models  # noqa: F401  (fills the model registry)
+    from lm_eval.api.registry import get_model
+
+    try:
+        cls = get_model(model)
+    except (KeyError, ValueError):
+        raise EvalError(f"lm-eval has no model type {model!r} (see lm_eval ls models)") from None
+    return cls.create_from_arg_string(model_args, {k: v for k, v in config.items() if v})
+
+
+def parse_model_args(text: str) -> dict[str, Any]:
+    """``--model_args`` as lm-eval parses them (``a=1,b=x``; numbers and booleans typed)."""
+    from lm_eval.utils import simple_parse_args_string
+
+    return dict(simple_parse_args_string(text or ""))
+
+
+def request(kind: str, doc: Mapping[str, Any], arguments: tuple, idx: int = 0) -> Any:
+    """One lm-eval request (``Instance``) of ``kind`` (``loglikelihood``, ``generate_until``)
+    for ``doc`` with ``arguments`` (context and continuation, or context and gen_kwargs)."""
+    from lm_eval.api.instance import Instance
+
+    return Instance(request_type=kind, doc=dict(doc), arguments=arguments, idx=idx)
+
+
+def record_responses(lm: Any) -> list[Any]:
+    """Make an lm-eval API model (``TemplateAPI``: ``local-completions``,
+    ``local-chat-completions``, ...) keep every JSON response its server sent, in the order they
+    arrived; returns the list they are appended to. lm-eval reads only the answer from a
+    response and drops the rest (``usage.prompt_tokens``, the server's own count of the prompt),
+    so the parsers it calls on each response are wrapped on this instance."""
+    seen: list[Any] = []
+    for name in ("parse_generations", "parse_logprobs"):
+        original = getattr(lm, name)
+
+        def parse(*args: Any, _original: Callable = original, **kwargs: Any) -> Any:
+            outputs = kwargs.get("outputs", args[0] if args else None)
+            seen.extend(outputs if isinstance(outputs, list) else [outputs])
+            return _original(*args, **kwargs)
+
+        setattr(lm, name, parse)
+    return seen

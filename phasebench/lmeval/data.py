@@ -84,6 +84,16 @@ def _n_base(family: str, value: Any) -> int:
         ) from None
 
 
+def _integer(kwargs: Mapping[str, Any], name: str, default: int) -> int:
+    """An integer task argument (lm-eval passes ``--metadata`` values as JSON or text)."""
+    value = kwargs.get(name, default)
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise SpecError(f"'{name}' must be an integer (got {value!r})")
+    return value
+
+
 def _length_phases(value: Any) -> str | None:
     """``"length_phases"`` in ``--metadata``: true (the length axis, needle fixed),
     ``"crossed"`` (both axes), false or absent (the needle axis alone)."""
@@ -105,9 +115,9 @@ def split_specs(family: str, kwargs: Mapping[str, Any]) -> list[SplitSpec]:
         SplitSpec(
             family=family,  # type: ignore[arg-type]
             length=length,
-            modulus=int(kwargs.get("phase_modulus", DEFAULT_MODULUS)),
+            modulus=_integer(kwargs, "phase_modulus", DEFAULT_MODULUS),
             n_base=_n_base(family, kwargs.get("n_base")),
-            seed=int(kwargs.get("seed", 0)),
+            seed=_integer(kwargs, "seed", 0),
             tokenizer=name,
             tokenizer_args=tuple((k, str(v)) for k, v in args.items()),
             # code sweeps its prompt length already: the axis knobs are for kv and niah
@@ -305,6 +315,26 @@ def _truthy(value: Any) -> bool:
 _SENTINEL = "\x00PHASEBENCH\x00"
 
 
+def chat_template_frame(tok: PhaseTokenizer, system: str | None = None) -> tuple[str, str, bool]:
+    """The text a chat template puts before and after one user message (after an optional
+    ``system`` turn, with the generation prompt), and whether the tokenizer's special tokens are
+    added when the whole is encoded: not when the template already starts with the BOS, as
+    lm-eval's ``hf`` backend skips a second one."""
+    messages = ([{"role": "system", "content": system}] if system else []) + [
+        {"role": "user", "content": _SENTINEL}
+    ]
+    try:
+        text = tok.hf.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    except Exception as exc:  # no template, or one that rejects the roles
+        raise TokenizerError(
+            f"tokenizer {tok.name!r} has no usable chat template ({type(exc).__name__}); "
+            f"run without --apply_chat_template (phases only relabel under a constant offset)"
+        ) from None
+    before, _, after = text.partition(_SENTINEL)
+    bos = getattr(tok.hf, "bos_token", None)
+    return before, after, not (bos and before.startswith(bos))
+
+
 def chat_offset(tok: PhaseTokenizer, row: Mapping[str, Any], system: str | None = None) -> int:
     """Tokens a chat template adds before the prompt, as lm-eval's ``hf`` backend encodes it.
 
@@ -321,20 +351,8 @@ def chat_shift(
     """``(offset, extra)``: the tokens a chat template adds before the anchor (see
     :func:`chat_offset`) and in all, so the templated sequence is ``length + extra`` tokens
     long (what a server that applies the template must report as its prompt count)."""
-    messages = ([{"role": "system", "content": system}] if system else []) + [
-        {"role": "user", "content": _SENTINEL}
-    ]
-    try:
-        text = tok.hf.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-    except Exception as exc:  # no template, or one that rejects the roles
-        raise TokenizerError(
-            f"tokenizer {tok.name!r} has no usable chat template ({type(exc).__name__}); "
-            f"run without --apply_chat_template (phases only relabel under a constant offset)"
-        ) from None
-    before, _, after = text.partition(_SENTINEL)
+    before, after, special = chat_template_frame(tok, system)
     whole = before + row["prompt"] + after
-    bos = getattr(tok.hf, "bos_token", None)
-    special = not (bos and whole.startswith(bos))  # lm-eval skips a second BOS the same way
     enc = tok.hf(whole, return_offsets_mapping=True, add_special_tokens=special)
     extra = len(enc["input_ids"]) - int(row["length"])
     if row["family"] == "code":  # the anchor is the first answer token: after the whole context

@@ -71,10 +71,10 @@ def model_max_length(model_args: Mapping[str, Any], backend: str | None = None) 
     ``model_max_length`` through lm-eval's own ``resolve_max_length``, default 2048.
     """
     if backend in API_BACKENDS:
-        return int(model_args.get("max_length") or API_DEFAULT_MAX_LENGTH) - 1
+        return _context(model_args, "max_length", API_DEFAULT_MAX_LENGTH) - 1
     for key in ("max_length", "max_model_len"):
         if model_args.get(key):
-            return int(model_args[key])
+            return _context(model_args, key, 0)
     import transformers
 
     from phasebench.lmeval import compat
@@ -100,6 +100,15 @@ def model_max_length(model_args: Mapping[str, Any], backend: str | None = None) 
         ) from None
     tok = load_tokenizer(*tokenizer_source(model_args))
     return compat.resolve_max_length(config, tok.hf, default=HF_DEFAULT_MAX_LENGTH)
+
+
+def _context(model_args: Mapping[str, Any], key: str, default: int) -> int:
+    value = model_args.get(key) or default
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise EvalError(f"{key} in --model_args must be a token count (got {value!r})")
+    return value
 
 
 def generation_budget(family: str, gen_kwargs: Mapping[str, Any] | None) -> int:

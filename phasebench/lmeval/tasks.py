@@ -16,11 +16,15 @@ How lm-eval 0.4.13 calls into this module:
   ``<metric>@<length>``), each an instance of the one parameterised :func:`aggregate`, and
   reports only those of the chosen metric set.
 
-Metric sets (``--metadata '{"metrics": "full"}'``): by default a task reports
-:data:`COMPACT_METRICS` (average, worst phase plain and cross-fitted, gap and its p-value; for
-code also the margin's worst phase), pooled over the requested lengths, with per-length copies
-only when more than one length ran. ``full`` adds intervals, the best phase, every phase and the
-phase-lock rate, always per length. Every number comes from
+Which aggregates exist, their names, sets and directions come from the statistics table
+(:mod:`phasebench.metrics`). Metric sets (``--metadata '{"metrics": "full"}'``): by default a
+task reports the compact set (:data:`COMPACT_METRICS`: average, worst phase cross-fitted and
+plain, gap and its p-value; for a family with a margin also the margin's lowest phase), pooled
+over the requested lengths, with per-length copies only when more than one length ran. ``full``
+adds intervals, the best phase, every phase and the phase-lock rate, always per length. A config
+with the length-phase axis (``"length_phases"`` in ``--metadata``) also reports the length
+axis's worst phase, gap, p-value and period (0: none); with the length axis alone, the average
+and those. Every number comes from
 :func:`phasebench.samples.summarize_records`, the function ``phasebench report`` and the
 leaderboard use, so the three agree.
 """
@@ -31,10 +35,12 @@ import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from phasebench import metrics
 from phasebench.errors import EvalError
 from phasebench.rows import config_length
 from phasebench.samples import (
     SERVED_KEY,
+    ScoredRecord,
     scored_record,
     served_label,
     served_state,
@@ -44,41 +50,29 @@ from phasebench.samples import (
 
 #: ``max_gen_toks`` of the generate_until task YAMLs (a test keeps them equal).
 MAX_GEN_TOKS = 16
-#: DeepSeek-V4's CSA stride: the period ``phase_lock_rate`` tests code margins against.
-DEFAULT_LOCK_STRIDE = 4
+#: The period ``phase_lock_rate`` tests code margins against (declared in phasebench.metrics).
+DEFAULT_LOCK_STRIDE = metrics.LOCK_STRIDE
+METRIC_SETS = metrics.METRIC_SETS
 
-#: Phase aggregates of the default metric set, in the order lm-eval's table sorts them.
-COMPACT_METRICS = ("acc", "acc_worst_phase", "acc_worst_phase_crossfit", "phase_gap",
-                   "phase_gap_p_value")  # fmt: skip
-#: Added for code in the default set (``margin`` itself is a per-sample mean in the YAML).
-COMPACT_CODE_METRICS = ("margin_worst_phase",)
-#: Everything ``"metrics": "full"`` adds (``acc_phase_<r>`` are added per phase).
-FULL_METRICS = (
-    "acc_ci_low",
-    "acc_ci_high",
-    "acc_best_phase",
-    "acc_worst_phase_ci_low",
-    "acc_worst_phase_ci_high",
-    "acc_worst_phase_crossfit_ci_low",
-    "acc_worst_phase_crossfit_ci_high",
-    "phase_gap_ci_low",
-    "phase_gap_ci_high",
-)
-FULL_CODE_METRICS = ("margin", "phase_lock_rate")
-#: The length-phase axis (``"length_phases"`` in ``--metadata``): its worst phase, gap,
-#: p-value and period (0: none), next to the needle phase's.
-LENGTH_METRICS = ("acc_worst_length_phase", "length_phase_gap", "length_phase_gap_p_value",
-                  "length_phase_period")  # fmt: skip
 #: Which axes a config varies: the needle phase (the default), the length phase alone, both.
-AXES = ("needle", "length", "both")
-METRIC_SETS = ("compact", "full")
-#: Per-sample numbers (the YAML aggregates them with lm-eval's ``mean``); their per-length
-#: copies are phase aggregates like the others. The designs are phase-balanced, so the plain
-#: mean of ``acc`` is the phase-balanced mean.
-SAMPLE_METRICS = ("acc", "margin")
-#: Direction of each aggregate for lm-eval's table arrows; None (no arrow) for p-values.
-LOWER_IS_BETTER = {"phase_gap", "phase_gap_ci_low", "phase_gap_ci_high", "length_phase_gap"}
-NO_DIRECTION = {"phase_gap_p_value", "length_phase_gap_p_value", "length_phase_period"}
+AXES = metrics.AXES
+
+
+def _aggregates(margin: bool, metrics_set: str, axes: str = "needle") -> list[metrics.Statistic]:
+    """The declared statistics that are lm-eval metrics of a task (with a margin or not) in
+    ``metrics_set`` on ``axes``, in declaration order."""
+    return [
+        s
+        for s in metrics.statistics()
+        if s.metric is not None
+        and (margin or not s.needs_margin)
+        and (metrics_set == "full" or s.metric_set == "compact")
+        and metrics.on_axes(s, axes)
+    ]
+
+
+#: Phase aggregates of the default metric set for a family without a margin (kv, niah).
+COMPACT_METRICS = tuple(s.metric for s in _aggregates(False, "compact"))
 
 
 # -- metric names --------------------------------------------------------------------------------
@@ -95,25 +89,39 @@ def parse_metric_key(key: str) -> tuple[str, int | None]:
     return (name, int(length)) if sep else (name, None)
 
 
+def _check_set(metrics_set: str) -> None:
+    if metrics_set not in METRIC_SETS:
+        raise EvalError(f"'metrics' must be one of {', '.join(METRIC_SETS)} (got {metrics_set!r})")
+
+
+def _names(stat: metrics.Statistic, modulus: int, metrics_set: str) -> list[str]:
+    """The lm-eval metric names of one statistic: itself (or one per phase), and its interval
+    in the full set."""
+    names = [f"{stat.metric}_{r}" for r in range(modulus)] if stat.per_phase else [stat.metric]
+    if stat.interval is not None and metrics_set == "full":
+        names += [f"{stat.metric}_ci_low", f"{stat.metric}_ci_high"]
+    return names
+
+
+def _has_margin(family: str) -> bool:
+    return family == "code"
+
+
 def phase_metric_names(
     family: str, modulus: int, metrics: str = "full", axes: str = "needle"
 ) -> list[str]:
-    """The aggregates a task of ``family`` reports with metric set ``metrics`` on ``axes``
-    (the length axis alone reports the average and its own aggregates only)."""
-    if metrics not in METRIC_SETS:
-        raise EvalError(f"'metrics' must be one of {', '.join(METRIC_SETS)} (got {metrics!r})")
-    if axes == "length":
-        return ["acc", *LENGTH_METRICS]
-    names = list(COMPACT_METRICS)
-    if family == "code":
-        names += COMPACT_CODE_METRICS
-    if axes == "both":
-        names += LENGTH_METRICS
-    if metrics == "full":
-        names += list(FULL_METRICS) + [f"acc_phase_{r}" for r in range(modulus)]
-        if family == "code":
-            names += FULL_CODE_METRICS
-    return names
+    """The aggregates a task of ``family`` reports with metric set ``metrics`` on ``axes`` (one
+    of :data:`AXES`; the length axis alone reports the average and its own statistics)."""
+    _check_set(metrics)
+    chosen = _aggregates(_has_margin(family), metrics, axes)
+    return [n for s in chosen for n in _names(s, modulus, metrics)]
+
+
+def sample_metrics() -> set[str]:
+    """Per-sample numbers (the YAML aggregates them with lm-eval's ``mean``); their per-length
+    copies are phase aggregates like the others. The designs are phase-balanced, so the plain
+    mean of ``acc`` is the phase-balanced mean."""
+    return {s.metric for s in metrics.statistics() if s.per_sample and s.metric}
 
 
 def metric_keys(
@@ -123,9 +131,10 @@ def metric_keys(
     pooled value lm-eval computes itself) and per-length copies (always with ``full``, with the
     default set only when more than one length ran)."""
     per_length = metrics == "full" or len(lengths) > 1
+    per_sample = sample_metrics()
     keys = []
     for name in phase_metric_names(family, modulus, metrics, axes):
-        if name not in SAMPLE_METRICS:
+        if name not in per_sample:
             keys.append(metric_key(name, None))
         if per_length:
             keys += [metric_key(name, length) for length in lengths]
@@ -133,10 +142,17 @@ def metric_keys(
 
 
 def higher_is_better(name: str) -> bool | None:
+    """Direction of an aggregate for lm-eval's table arrows, from its declaration (None: no
+    arrow, e.g. a p-value)."""
     base = parse_metric_key(name)[0]
-    if base in NO_DIRECTION:
-        return None
-    return base not in LOWER_IS_BETTER
+    for stat in metrics.statistics():
+        if stat.metric is None:
+            continue
+        if base in _names(stat, 0, "full") or (
+            stat.per_phase and base.removeprefix(f"{stat.metric}_").isdigit()
+        ):
+            return stat.higher_is_better
+    return True
 
 
 # -- data ----------------------------------------------------------------------------------------
@@ -201,8 +217,9 @@ def process_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str,
         out["margin"] = margin
     length = config_length(doc)
     axes = "both" if doc.get("length_phase") is not None else "needle"
+    per_sample = sample_metrics()
     for name in phase_metric_names(doc["family"], int(doc["phase_modulus"]), "full", axes):
-        if name not in SAMPLE_METRICS:
+        if name not in per_sample:
             out[metric_key(name, None)] = record
         out[metric_key(name, length)] = record
     return out
@@ -212,59 +229,42 @@ def process_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str,
 
 
 def summary_metrics(summary: Mapping[str, Any]) -> dict[str, float]:
-    """The lm-eval metric values of one :func:`phasebench.samples.summarize_records` result."""
+    """The lm-eval metric values of one :func:`phasebench.samples.summarize_records` result:
+    every declared statistic with an lm-eval name that the summary has, with its interval."""
     nan = float("nan")
 
     def value(x: Any) -> float:
         return nan if x is None else float(x)
 
-    out = {
-        "acc": value(summary["acc"]),
-        "acc_ci_low": value(summary["acc_ci"][0]),
-        "acc_ci_high": value(summary["acc_ci"][1]),
-        "acc_worst_phase": value(summary["worst_phase"]),
-        "acc_worst_phase_ci_low": value(summary["worst_phase_ci"][0]),
-        "acc_worst_phase_ci_high": value(summary["worst_phase_ci"][1]),
-        "acc_worst_phase_crossfit": value(summary["worst_phase_crossfit"]),
-        "acc_worst_phase_crossfit_ci_low": value(summary["worst_phase_crossfit_ci"][0]),
-        "acc_worst_phase_crossfit_ci_high": value(summary["worst_phase_crossfit_ci"][1]),
-        "acc_best_phase": value(summary["best_phase"]),
-        "phase_gap": value(summary["gap"]),
-        "phase_gap_ci_low": value(summary["gap_ci"][0]),
-        "phase_gap_ci_high": value(summary["gap_ci"][1]),
-        "phase_gap_p_value": value(summary["p_value"]),
-    }
-    for entry in summary["per_phase"]:
-        out[f"acc_phase_{entry['phase']}"] = value(entry["acc"])
-    by_length = summary.get("length_axis") or (summary if summary.get("axis") == "length" else None)
-    if by_length is not None:
-        out["acc_worst_length_phase"] = value(by_length["worst_phase"])
-        out["length_phase_gap"] = value(by_length["gap"])
-        out["length_phase_gap_p_value"] = value(by_length["p_value"])
-        out["length_phase_period"] = float(by_length["dominant_period"] or 0)
-    if "margin" in summary:
-        out["margin"] = value(summary["margin"])
-        out["margin_worst_phase"] = value(summary["margin_worst_phase"])
-        rates = summary["code"]["phase_lock_rate"]
-        out["phase_lock_rate"] = value(rates.get(str(DEFAULT_LOCK_STRIDE)))
+    has_margin = "margin" in summary
+    out: dict[str, float] = {}
+    for stat in metrics.statistics():
+        if stat.metric is None or (stat.needs_margin and not has_margin):
+            continue
+        if stat.per_phase:
+            for r, x in enumerate(stat.value(summary)):
+                out[f"{stat.metric}_{r}"] = value(x)
+            continue
+        x = stat.value(summary)
+        if x is None and stat.unit == "tokens":
+            x = 0  # a period not found is 0 tokens in lm-eval's table
+        out[stat.metric] = value(x)
+        if stat.interval is not None:
+            lo, hi = stat.interval_of(summary)
+            out[f"{stat.metric}_ci_low"], out[f"{stat.metric}_ci_high"] = value(lo), value(hi)
     return out
 
 
 @functools.lru_cache(maxsize=64)
-def _summaries(records: tuple[tuple, ...]) -> dict[str, float]:
+def _summaries(records: tuple[ScoredRecord, ...]) -> dict[str, float]:
     """Every phase aggregate of one set of records, computed once (lm-eval asks per metric)."""
     return summary_metrics(summarize_records(records))
 
 
 def aggregate(items: Sequence[Sequence[Any]], *, name: str) -> float:
     """One phase aggregate (``name``) of the records lm-eval collected for one metric key."""
-    records = tuple(_hashable(r) for r in items)
+    records = tuple(ScoredRecord.of(r) for r in items)
     return _summaries(records)[name]
-
-
-def _hashable(record: Sequence[Any]) -> tuple:
-    """A record as a tuple of hashables (logged records come back with lists for tuples)."""
-    return tuple(tuple(_hashable(x)) if isinstance(x, list) else x for x in record)
 
 
 class _PhaseTaskBase:
@@ -287,7 +287,7 @@ class _PhaseTaskBase:
         axes = "needle"
         if docs[0].get("length_phase") is not None:
             axes = "both" if str(metadata.get("length_phases")) == "crossed" else "length"
-        self._phasebench_keys = {*SAMPLE_METRICS, SERVED_KEY}
+        self._phasebench_keys = {*sample_metrics(), SERVED_KEY}
         compat.add_phase_metric(self, SERVED_KEY, served_verified_share, True)
         for key in metric_keys(family, modulus, lengths, metrics, axes):
             name = parse_metric_key(key)[0]

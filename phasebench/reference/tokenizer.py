@@ -106,9 +106,10 @@ def build_tokenizer() -> Tokenizer:
 def save_tokenizer(folder: Path) -> Path:
     """Write ``tokenizer.json`` and ``tokenizer_config.json`` into ``folder`` (no BOS/EOS added
     around text, so a prompt's token positions are exactly its pieces' positions)."""
+    from phasebench.atomic import atomic_write_text
+
     folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    build_tokenizer().save(str(folder / "tokenizer.json"))
+    atomic_write_text(folder / "tokenizer.json", build_tokenizer().to_str(pretty=True))
     config = {
         "tokenizer_class": "PreTrainedTokenizerFast",
         "pad_token": PAD,
@@ -117,5 +118,5 @@ def save_tokenizer(folder: Path) -> Path:
         "model_max_length": 4096,
         "clean_up_tokenization_spaces": False,
     }
-    (folder / "tokenizer_config.json").write_text(json.dumps(config, indent=2) + "\n")
+    atomic_write_text(folder / "tokenizer_config.json", json.dumps(config, indent=2) + "\n")
     return folder

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
@@ -17,12 +18,18 @@ from pathlib import Path
 import torch
 from torch.nn import functional as F
 
+from phasebench.atomic import check_replaceable, staged_folder
 from phasebench.errors import PhasebenchError
 from phasebench.reference import VARIANTS, data
 from phasebench.reference.model import PhaseRefConfig, PhaseRefModel
 from phasebench.reference.tokenizer import MAX_COMPONENTS, component_table, save_tokenizer
 from phasebench.reference.tokenizer import vocabulary as build_vocabulary
 from phasebench.tokenization import load_tokenizer
+
+#: The training log every reference model folder holds: ``train`` replaces a folder only if it
+#: has one (a model it trained before) or is empty, so ``--out DIR`` never deletes ``DIR/full``
+#: that something else put there.
+MARKER = "training.json"
 
 
 @dataclass(frozen=True)
@@ -103,9 +110,22 @@ def train(
 
     Every 25 steps ``on_loss(step, mean loss, seconds)`` and ``on_log(step, model)`` are called
     when given (the command line prints the first)."""
-    out = Path(out)
-    tok_dir = out.parent / f".{out.name}.tokenizer"
-    save_tokenizer(tok_dir)
+    out = check_replaceable(out, MARKER)  # before any work: never replace a folder not ours
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=out.parent, prefix=f".{out.name}.tokenizer-") as tmp:
+        tok_dir = Path(tmp)
+        save_tokenizer(tok_dir)
+        return _train(variant, out, settings, tok_dir, on_loss, on_log)
+
+
+def _train(
+    variant: str,
+    out: Path,
+    settings: TrainSettings,
+    tok_dir: Path,
+    on_loss: Callable[[int, float, float], None] | None,
+    on_log: Callable[[int, PhaseRefModel], None] | None,
+) -> dict:
     tok = load_tokenizer(str(tok_dir))
     model = make_model(variant, settings)
     opt = torch.optim.AdamW(model.parameters(), lr=settings.lr, weight_decay=0.01)
@@ -138,17 +158,15 @@ def train(
                 on_log(step + 1, model)
     model.eval()
     save(model, tok_dir, out, {"variant": variant, "settings": asdict(settings), "log": log})
-    shutil.rmtree(tok_dir, ignore_errors=True)
     return {"variant": variant, "out": str(out), "log": log}
 
 
 def save(model: PhaseRefModel, tok_dir: Path, out: Path, info: dict) -> None:
-    """Write the model folder under a temporary name, then rename it into place."""
-    tmp = out.parent / f".{out.name}.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(tmp, safe_serialization=True)
-    for name in ("tokenizer.json", "tokenizer_config.json"):
-        shutil.copy(tok_dir / name, tmp / name)
-    (tmp / "training.json").write_text(json.dumps(info, indent=1) + "\n")
-    shutil.rmtree(out, ignore_errors=True)
-    tmp.rename(out)
+    """Write the model folder beside ``out`` and swap it in (:func:`phasebench.atomic.
+    staged_folder`): a previous ``out`` is replaced only if it is a reference model folder
+    (it holds :data:`MARKER`, the training log every one of them has) or empty."""
+    with staged_folder(out, marker=MARKER) as staging:
+        model.save_pretrained(staging, safe_serialization=True)
+        for name in ("tokenizer.json", "tokenizer_config.json"):
+            shutil.copy(tok_dir / name, staging / name)
+        (staging / MARKER).write_text(json.dumps(info, indent=1) + "\n")

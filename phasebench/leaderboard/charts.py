@@ -1,0 +1,197 @@
+"""The site's charts as inline SVG: where each mark goes, nothing else.
+
+Inline SVG scales, follows the page's colours (dark mode included, through the stylesheet's
+classes), names every point by model and variant, and can be filtered by the page's script like
+the table beside it. These functions only map numbers already in ``leaderboard.json`` to pixels
+and colour classes; they never compute a statistic. Each chart is written as one string (every
+text escaped), which keeps a 1,000-entry site quick to render.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from markupsafe import Markup, escape
+
+#: How many of a board's leading points carry a label before a visitor highlights one.
+LABELLED = 3
+#: Colour classes of a cell shaded by accuracy (``heat-0`` lowest); the stylesheet names them.
+HEAT_STEPS = 5
+#: Diverging colour classes of the code margin strip (``m-0`` most negative, ``m-6`` most positive).
+MARGIN_STEPS = 7
+
+
+def heat_class(value: float | None) -> str:
+    """``heat-0`` .. ``heat-4`` for an accuracy in [0, 1] (``heat-none`` when missing)."""
+    if value is None:
+        return "heat-none"
+    return f"heat-{min(HEAT_STEPS - 1, max(0, int(value * HEAT_STEPS)))}"
+
+
+class Frame:
+    """A plot area of ``width`` x ``height`` px with margins, both axes 0-100 %."""
+
+    def __init__(self, width: int, height: int, left: int = 44, right: int = 12,
+                 top: int = 12, bottom: int = 38) -> None:  # fmt: skip
+        self.width, self.height = width, height
+        self.left, self.right, self.top, self.bottom = left, right, top, bottom
+
+    def x(self, fraction: float) -> float:
+        return round(self.left + fraction * (self.width - self.left - self.right), 1)
+
+    def y(self, fraction: float) -> float:
+        return round(
+            self.height - self.bottom - fraction * (self.height - self.top - self.bottom), 1
+        )
+
+    def ticks(self) -> list[dict[str, Any]]:
+        return [
+            {"label": f"{v}", "x": self.x(v / 100), "y": self.y(v / 100)} for v in range(0, 101, 25)
+        ]
+
+
+def _axes(f: Frame, xlabel: str, ylabel: str, xticks: Sequence[tuple[float, Any]] | None) -> str:
+    out = ['<g class="axis">']
+    for t in f.ticks():
+        out.append(
+            f'<line class="grid" x1="{f.left}" x2="{f.width - f.right}" y1="{t["y"]}" '
+            f'y2="{t["y"]}"/><text x="{f.left - 6}" y="{t["y"] + 3}" text-anchor="end">'
+            f"{t['label']}</text>"
+        )
+    ticks = xticks if xticks is not None else [(t["x"], t["label"]) for t in f.ticks()]
+    for x, label in ticks:
+        out.append(
+            f'<text x="{x}" y="{f.height - f.bottom + 14}" text-anchor="middle">{label}</text>'
+        )
+    base, mid_x = f.height - f.bottom, (f.left + f.width - f.right) / 2
+    out.append(
+        f'<line x1="{f.left}" x2="{f.width - f.right}" y1="{base}" y2="{base}"/>'
+        f'<line x1="{f.left}" x2="{f.left}" y1="{f.top}" y2="{base}"/>'
+        f'<text x="{mid_x}" y="{f.height - 6}" text-anchor="middle">{escape(xlabel)}</text>'
+        f'<text transform="translate(12 {(f.top + base) / 2}) rotate(-90)" '
+        f'text-anchor="middle">{escape(ylabel)}</text></g>'
+    )
+    return "".join(out)
+
+
+def _open(kind: str, id: str, width: float, height: float, title: str) -> str:
+    return (
+        f'<svg class="chart {kind}" id="{escape(id)}" viewBox="0 0 {width} {height}" role="img" '
+        f'aria-labelledby="{escape(id)}-title"><title id="{escape(id)}-title">{escape(title)}'
+        "</title>"
+    )
+
+
+def _pct(value: float) -> str:
+    return f"{100 * value:.1f}%"
+
+
+def scatter_svg(
+    rows: Sequence[Mapping[str, Any]], labels: Sequence[str], id: str, title: str
+) -> Markup:
+    """Average (x) against cross-fitted worst phase (y) for one board, one point per row in the
+    board's order (``data-i`` is the row's place, which the page's script uses to follow the
+    table); the first :data:`LABELLED` points are highlighted (labelled) to begin with. Every
+    point's tooltip names model and variant."""
+    f = Frame(380, 320)
+    out = [_open("scatter", id, f.width, f.height, title)]
+    out.append(_axes(f, "average (%)", "worst phase, cross-fitted (%)", None))
+    out.append(f'<line class="diagonal" x1="{f.x(0)}" y1="{f.y(0)}" x2="{f.x(1)}" y2="{f.y(1)}"/>')
+    for index, (row, label) in enumerate(zip(rows, labels, strict=True)):
+        acc, worst = row.get("acc"), row.get("worst_phase_crossfit")
+        if acc is None or worst is None:
+            continue
+        x, y = f.x(acc), f.y(worst)
+        end = x > f.width * 0.6
+        name = escape(label)
+        out.append(
+            f'<g class="pt{" hl" if index < LABELLED else ""}" data-i="{index}">'
+            f'<circle cx="{x}" cy="{y}" r="4"><title>{name}: average {_pct(acc)}, worst phase '
+            f'{_pct(worst)}</title></circle><text x="{x - 7 if end else x + 7}" y="{y - 6}" '
+            f'text-anchor="{"end" if end else "start"}">{name}</text></g>'
+        )
+    out.append("</svg>")
+    return Markup("".join(out))
+
+
+def profile_svg(summary: Mapping[str, Any], id: str, title: str) -> Markup:
+    """Per-phase accuracy with its interval band and the average, for a model page."""
+    f = Frame(420, 240)
+    per = summary["per_phase"]
+    last = max(1, len(per) - 1)
+    xs = [round(f.left + i / last * (f.width - f.left - f.right), 1) for i in range(len(per))]
+    points, upper, lower = [], [], []
+    for x, p in zip(xs, per, strict=True):
+        if p["acc"] is not None:
+            points.append((x, f.y(p["acc"]), p["phase"], p["acc"]))
+        lo, hi = p["ci"]
+        if lo is not None and hi is not None:
+            upper.append(f"{x},{f.y(hi)}")
+            lower.append(f"{x},{f.y(lo)}")
+    out = [_open("profile", id, f.width, f.height, title)]
+    out.append(_axes(f, "phase (anchor position mod modulus)", "accuracy (%)",
+                     [(x, p["phase"]) for x, p in zip(xs, per, strict=True)]))  # fmt: skip
+    if upper:
+        out.append(f'<polygon class="band" points="{" ".join(upper + lower[::-1])}"/>')
+    if summary.get("acc") is not None:
+        y = f.y(summary["acc"])
+        out.append(
+            f'<line class="average" x1="{f.left}" x2="{f.width - f.right}" y1="{y}" y2="{y}"/>'
+        )
+    out.append(f'<polyline class="line" points="{" ".join(f"{x},{y}" for x, y, _, _ in points)}"/>')
+    for x, y, phase, acc in points:
+        out.append(
+            f'<circle class="dot" cx="{x}" cy="{y}" r="3.5"><title>phase {phase}: {_pct(acc)}'
+            "</title></circle>"
+        )
+    out.append("</svg>")
+    return Markup("".join(out))
+
+
+def margin_strip_svg(code: Mapping[str, Any], id: str, title: str) -> Markup:
+    """One row of cells per (item, padding style) pattern, one column per padding length,
+    shaded by the sign and size of the margin relative to the largest one shown; each cell's
+    tooltip gives the pattern, the step and the margin."""
+    margins = code["margins"]
+    finite = [abs(v) for row in margins for v in row if v is not None]
+    bound = max(finite) if finite and max(finite) > 0 else 1.0
+    cell_w, cell_h, left, top = 20, 12, 96, 6
+    steps = max((len(row) for row in margins), default=0)
+    width, height = left + steps * cell_w + 8, top + len(margins) * cell_h + 30
+    out = [
+        f'<svg class="chart strip" id="{escape(id)}" viewBox="0 0 {width} {height}" role="img" '
+        f'aria-labelledby="{escape(id)}-title"><title id="{escape(id)}-title">{escape(title)}'
+        f'</title><g class="axis">'
+    ]
+    patterns = [escape(p) for p in code["patterns"]]
+    for r, label in enumerate(patterns):
+        y = top + r * cell_h + cell_h - 3
+        out.append(f'<text x="{left - 4}" y="{y}" text-anchor="end" class="small">{label}</text>')
+    for c in range(steps):
+        x = left + c * cell_w + cell_w / 2
+        out.append(f'<text x="{x}" y="{height - 18}" text-anchor="middle" class="small">{c}</text>')
+    out.append(
+        f'<text x="{left + (width - left) / 2}" y="{height - 4}" text-anchor="middle">'
+        "padding tokens added (sweep step)</text></g>"
+    )
+    for r, row in enumerate(margins):
+        for c, v in enumerate(row):
+            if v is None:
+                shade, shown = "m-none", "—"
+            else:
+                step = int((v / bound + 1) / 2 * MARGIN_STEPS)
+                shade, shown = f"m-{min(MARGIN_STEPS - 1, max(0, step))}", f"{v:.2f}"
+            out.append(
+                f'<rect class="{shade}" x="{left + c * cell_w}" y="{top + r * cell_h}" '
+                f'width="{cell_w - 1}" height="{cell_h - 1}"><title>{patterns[r]}, step {c}: '
+                f"{shown}</title></rect>"
+            )
+    out.append("</svg>")
+    return Markup("".join(out))
+
+
+def margin_bound(code: Mapping[str, Any]) -> float:
+    """The largest margin shown (the end of the colour scale), for the caption."""
+    finite = [abs(v) for row in code["margins"] for v in row if v is not None]
+    return max(finite) if finite and max(finite) > 0 else 1.0

@@ -1,0 +1,325 @@
+"""Every statistic phasebench reports, declared once: the table every reader loops over.
+
+A :class:`Statistic` says where its number lives in a summary (the dict
+:func:`phasebench.stats.summarize_samples` returns, which is also an entry of the report JSON and
+the ``summary`` of a leaderboard board), the interval that goes with it, the lm-eval metric it
+becomes (and in which metric set, with which direction for lm-eval's table arrows), how tables
+and the site label it and in which unit, and whether the leaderboard exports it. The lm-eval
+task (:mod:`phasebench.lmeval.tasks`), ``phasebench report``, the leaderboard's rows, its CSV and
+parquet exports and the site's templates all iterate over :func:`statistics`, so a statistic
+added here reaches every one of them, and none can quietly lack it.
+
+Adding a statistic is one :func:`register` call (or one entry in :data:`BUILTIN`) with the
+function that computes it (``compute``, given the phase matrices as :class:`PhaseData`); the
+built-in statistics are computed together by :func:`phasebench.stats.summarize` and have no
+``compute`` of their own.
+
+The bootstrap and permutation settings every computation shares (:data:`N_BOOT`,
+:data:`N_PERM`, :data:`SEED`, :data:`ALPHA`) and the phase-lock stride live here too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Literal
+
+__all__ = [
+    "ALPHA",
+    "AXES",
+    "BUILTIN",
+    "LOCK_STRIDE",
+    "METRIC_SETS",
+    "N_BOOT",
+    "N_PERM",
+    "SEED",
+    "PhaseData",
+    "Statistic",
+    "length_axis",
+    "on_axes",
+    "register",
+    "registered",
+    "statistics",
+]
+
+#: Bootstrap resamples, permutations, statistics seed and level: the same everywhere a number
+#: is computed (lm-eval aggregates, ``phasebench report``, the leaderboard), so all agree.
+N_BOOT = 1000
+N_PERM = 1000
+SEED = 0
+ALPHA = 0.05
+#: DeepSeek-V4's CSA stride: the period the reported phase-lock rate tests code margins against.
+LOCK_STRIDE = 4
+
+MetricSet = Literal["compact", "full"]
+METRIC_SETS: tuple[MetricSet, ...] = ("compact", "full")
+#: How a value is shown: ``%`` accuracy (fraction 0..1 shown as a percentage), ``pp`` a
+#: difference of two accuracies (percentage points), ``p`` a p-value, ``tokens`` a period,
+#: ``phase`` a phase index, ``nats`` a log-probability margin, ``number`` a plain number,
+#: ``flag`` a yes/no mark.
+Unit = Literal["%", "pp", "p", "tokens", "phase", "nats", "number", "flag"]
+#: Which phase axis a statistic describes: ``needle`` (the needle's phase, the default axis),
+#: ``length`` (the total prompt length's phase, where a config ran the length axis), ``any``
+#: (an average over every sample, whichever axis varied).
+Axis = Literal["needle", "length", "any"]
+#: Which axes a config varies: the needle phase (the default), the length phase alone, both.
+AXES = ("needle", "length", "both")
+
+
+@dataclass(frozen=True)
+class PhaseData:
+    """What a declared statistic's ``compute`` is given: the accuracy phase matrix (base items
+    or paired units x phases, NaN where missing; 0/1 when ``binary``), the margin matrix for
+    families with a margin (else None) and the shared settings."""
+
+    matrix: Any
+    margin_matrix: Any
+    binary: bool
+    n_boot: int
+    n_perm: int
+    seed: int
+    alpha: float
+
+
+@dataclass(frozen=True)
+class Statistic:
+    """One reported number and everything the package needs to know about it.
+
+    ``key`` is its name in a summary, the report JSON, a leaderboard row and the exports
+    (interval columns ``<key>_lo`` / ``<key>_hi``); ``interval`` the summary key of its
+    ``(lo, hi)`` interval. ``metric`` is its lm-eval metric name (None: not an lm-eval metric);
+    its interval there is ``<metric>_ci_low`` / ``<metric>_ci_high``, always in the full set.
+    ``per_sample``: lm-eval itself averages the per-sample value (``acc``, ``margin``), so the
+    pooled key is not a phase aggregate. ``per_phase``: one value per phase (the summary's
+    ``per_phase`` list; lm-eval ``<metric>_<r>``, exports ``phase_<r>``).
+    ``needs_margin``: only families with a margin have it. ``shown_with``: on the site and in
+    the terminal table it is written beside that statistic rather than on its own, after
+    ``symbol``. ``site``: a column of the site's table and a line of each model page.
+    ``compute``: for statistics beyond the built-in summary, the function of :class:`PhaseData`
+    that returns the value, or ``(value, (lo, hi))`` when ``interval`` is set. ``axis``: the
+    phase axis it describes (:data:`Axis`); an lm-eval task reports the statistics of the axes
+    its config varies (:func:`on_axes`).
+    """
+
+    key: str
+    label: str
+    unit: Unit
+    metric: str | None = None
+    metric_set: MetricSet = "full"
+    higher_is_better: bool | None = True
+    interval: str | None = None
+    per_sample: bool = False
+    per_phase: bool = False
+    needs_margin: bool = False
+    exported: bool = True
+    site: bool = True
+    terminal: bool = True
+    shown_with: str | None = None
+    symbol: str = ""
+    help: str = ""
+    compute: Callable[[PhaseData], Any] | None = None
+    axis: Axis = "needle"
+    #: Where the value sits in a summary when not at ``summary[key]``.
+    read: Callable[[Mapping[str, Any]], Any] | None = None
+
+    def value(self, summary: Mapping[str, Any]) -> Any:
+        """This statistic's value in ``summary`` (None where the summary lacks it)."""
+        if self.read is not None:
+            return self.read(summary)
+        if self.per_phase:
+            return [p["acc"] for p in summary.get("per_phase") or []]
+        return summary.get(self.key)
+
+    def interval_of(self, summary: Mapping[str, Any]) -> tuple[Any, Any]:
+        """``(lo, hi)`` of this statistic in ``summary``; ``(None, None)`` where it has none."""
+        if self.interval is None:
+            return (None, None)
+        lo, hi = summary.get(self.interval) or (None, None)
+        return lo, hi
+
+
+def _lock_rate(summary: Mapping[str, Any]) -> Any:
+    """The phase-lock rate at :data:`LOCK_STRIDE` (the summary holds every divisor's)."""
+    rates = (summary.get("code") or {}).get("phase_lock_rate") or {}
+    return rates.get(str(LOCK_STRIDE))
+
+
+def length_axis(summary: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The length-phase axis of a summary: its ``length_axis`` when both axes ran, the summary
+    itself when only the length axis ran (``axis``: ``"length"``), else None."""
+    if summary.get("length_axis"):
+        return summary["length_axis"]
+    return summary if summary.get("axis") == "length" else None
+
+
+def _on_length_axis(key: str) -> Callable[[Mapping[str, Any]], Any]:
+    """A reader of the length axis's ``key`` (None where the length axis did not run)."""
+
+    def read(summary: Mapping[str, Any]) -> Any:
+        axis = length_axis(summary)
+        return None if axis is None else axis.get(key)
+
+    return read
+
+
+def on_axes(stat: Statistic, axes: str) -> bool:
+    """Whether a config varying ``axes`` (one of :data:`AXES`) reports ``stat``: the needle
+    axis alone its needle statistics, the length axis alone its length statistics (its summary
+    is the length axis), both axes both."""
+    return stat.axis == "any" or axes == "both" or stat.axis == axes
+
+
+#: The built-in statistics, in the order tables, exports and the site show them.
+BUILTIN: tuple[Statistic, ...] = (
+    Statistic(
+        "worst_phase_crossfit", "worst phase", "%", metric="acc_worst_phase_crossfit",
+        metric_set="compact", interval="worst_phase_crossfit_ci",
+        help="the accuracy of the weakest phase, measured without selection bias: the base items "
+        "are split in half at random, the weakest phase is picked on one half and measured on "
+        "the other (both ways, averaged over many splits). The leaderboard ranks by it; the "
+        "lowest phase would reward small, noisy runs",
+    ),
+    Statistic(
+        "acc", "average", "%", metric="acc", metric_set="compact", interval="acc_ci",
+        per_sample=True, axis="any",
+        help="accuracy over all prompts, every phase weighted equally: what a benchmark "
+        "with uniformly placed facts would report",
+    ),
+    Statistic(
+        "gap", "gap", "pp", metric="phase_gap", metric_set="compact", higher_is_better=False,
+        interval="gap_ci",
+        help="best phase minus lowest phase, in percentage points; noise alone gives some gap "
+        "(see null gap), so a gap counts only when it is significant",
+    ),
+    Statistic(
+        "significant", "significant", "flag", shown_with="gap",
+        help="the gap clears the permutation null (p <= 0.05); marked *",
+    ),
+    Statistic(
+        "p_value", "p", "p", metric="phase_gap_p_value", metric_set="compact",
+        higher_is_better=None, shown_with="gap", symbol="p =",
+        help="the share of within-item phase shuffles whose gap is at least the observed one",
+    ),
+    Statistic(
+        "null_gap_mean", "null gap", "pp", shown_with="gap", symbol="null gap",
+        help="the gap expected with no phase effect at all: the mean gap over many shuffles of "
+        "the phase labels within each base item",
+    ),
+    Statistic(
+        "null_gap_q95", "null gap, 95% quantile", "pp", shown_with="gap", site=False,
+        symbol="95% of null gaps below", help="the 95% quantile of those shuffled gaps",
+    ),
+    Statistic(
+        "worst_phase", "lowest phase", "%", metric="acc_worst_phase", metric_set="compact",
+        interval="worst_phase_ci",
+        help="the lowest of the per-phase accuracies as measured; the minimum of noisy "
+        "estimates, so biased low, the more so the fewer the items",
+    ),
+    Statistic(
+        "worst_phase_index", "weak phase", "phase", shown_with="worst_phase", symbol="weak",
+        help="which phase (0 to P-1) has the lowest accuracy; a constant prefix (BOS, chat "
+        "template) renames phases cyclically, so this can move between setups while the "
+        "worst phase and the gap do not",
+    ),
+    Statistic(
+        "best_phase", "best phase", "%", metric="acc_best_phase", site=False,
+        help="the highest per-phase accuracy",
+    ),
+    Statistic(
+        "best_phase_index", "strong phase", "phase", shown_with="best_phase", site=False,
+        symbol="strong", help="which phase has the highest accuracy",
+    ),
+    Statistic(
+        "dominant_period", "period", "tokens",
+        help="the shortest stride, in tokens, whose repeating pattern explains the per-phase "
+        "accuracies up to noise (Fourier analysis over the phases); named only for a "
+        "significant gap. Chunked compression with stride S shows period S",
+    ),
+    Statistic(
+        "cochran_q", "Cochran Q", "number", exported=False, site=False,
+        help="Cochran's Q over the phases (0/1 outcomes, complete items)",
+    ),
+    Statistic(
+        "cochran_p", "Cochran p", "p", exported=False, site=False, shown_with="cochran_q",
+        symbol="p =", help="p-value of Cochran's Q",
+    ),
+    Statistic(
+        "margin", "margin", "nats", metric="margin", interval="margin_ci", per_sample=True,
+        needs_margin=True, exported=False, site=False,
+        help="code: log p(right) minus log p(best distractor), phase-balanced mean",
+    ),
+    Statistic(
+        "margin_worst_phase", "margin, lowest phase", "nats", metric="margin_worst_phase",
+        metric_set="compact", needs_margin=True, exported=False, site=False,
+        help="code: the lowest per-phase mean margin",
+    ),
+    Statistic(
+        "phase_lock_rate", "phase-lock rate", "%", metric="phase_lock_rate",
+        needs_margin=True, site=False, terminal=False, read=_lock_rate,
+        help=f"code: share of margin sign patterns over the padding sweep that repeat every "
+        f"{LOCK_STRIDE} tokens",
+    ),
+    Statistic(
+        "per_phase", "phase", "%", metric="acc_phase", per_phase=True, terminal=False,
+        site=False, help="accuracy at each phase",
+    ),
+    Statistic(
+        "length_worst_phase", "worst length phase", "%", metric="acc_worst_length_phase",
+        metric_set="compact", axis="length", site=False, terminal=False,
+        read=_on_length_axis("worst_phase"),
+        help="the length-phase axis (total prompt length mod P, the needle fixed): the lowest "
+        "per-length-phase accuracy, each needle phase paired",
+    ),
+    Statistic(
+        "length_gap", "length gap", "pp", metric="length_phase_gap", metric_set="compact",
+        higher_is_better=False, axis="length", site=False, terminal=False,
+        read=_on_length_axis("gap"),
+        help="the length-phase axis: best length phase minus lowest, in percentage points",
+    ),
+    Statistic(
+        "length_p_value", "length p", "p", metric="length_phase_gap_p_value",
+        metric_set="compact", higher_is_better=None, axis="length", site=False,
+        terminal=False, shown_with="length_gap", symbol="p =",
+        read=_on_length_axis("p_value"),
+        help="the length-phase axis: the permutation p-value of its gap",
+    ),
+    Statistic(
+        "length_period", "length period", "tokens", metric="length_phase_period",
+        metric_set="compact", higher_is_better=None, axis="length", site=False,
+        terminal=False, read=_on_length_axis("dominant_period"),
+        help="the length-phase axis: its period in tokens, named only for a significant gap "
+        "(lm-eval reports 0 where there is none)",
+    ),
+)  # fmt: skip
+
+_REGISTRY: list[Statistic] = list(BUILTIN)
+
+
+def statistics() -> tuple[Statistic, ...]:
+    """Every declared statistic, built-in first, in the order they are shown."""
+    return tuple(_REGISTRY)
+
+
+def register(statistic: Statistic) -> Statistic:
+    """Declare one more statistic; it needs a ``compute`` (the built-in summary does not know
+    it) and a key no other statistic has. Returns it."""
+    from phasebench.errors import StatsError
+
+    if statistic.compute is None:
+        raise StatsError(f"statistic {statistic.key!r} needs a compute function")
+    taken = {s.key for s in _REGISTRY} | {s.metric for s in _REGISTRY if s.metric}
+    if statistic.key in taken or (statistic.metric and statistic.metric in taken):
+        raise StatsError(f"a statistic named {statistic.key!r} is already declared")
+    _REGISTRY.append(statistic)
+    return statistic
+
+
+@contextmanager
+def registered(statistic: Statistic) -> Iterator[Statistic]:
+    """:func:`register` for the length of a ``with`` block (tests, experiments)."""
+    register(statistic)
+    try:
+        yield statistic
+    finally:
+        _REGISTRY.remove(statistic)

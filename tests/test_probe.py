@@ -1,0 +1,283 @@
+"""``phasebench probe``: exact one-token shifts of a user's prompt on three tokenizer families,
+the statistics and verdict, and the bad-input refusals (one line, exit code 2)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from phasebench.cli import main
+from phasebench.probe import ProbeError, parse_prompt, plan_shifts
+from phasebench.probe.analysis import analyse, terminal_plot
+from phasebench.probe.run import Answer
+from phasebench.probe.shifts import STYLE_NAMES, chat_frame
+
+NIAH = (
+    "Read the notes below, then answer the question.\n"
+    "The weather report said the harbour stayed calm all week.\n"
+    "{{shift}}The special magic number for velmorax is 48213.\n"
+    "The ferry left on time and the market opened at noon.\n"
+    "{{balance}}{{question}}Question: what is the special magic number for velmorax?\n"
+    "Answer:"
+)
+FILLER_LINE = "The afternoon was quiet and nothing else happened.\n"
+FAMILIES = ["deepseek", "smollm2", "mistral_v1"]
+
+
+def independent_check(tok, plan, frame_special: bool) -> int:
+    """Re-encode every rendering's whole text here and check, from the ids and the offsets
+    alone, that the key passage moved by exactly its shift and nothing else changed."""
+    prompt, head = plan.prompt, len(plan.frame.head)
+    ref = tok.hf(plan.frame.wrap(prompt.plain), add_special_tokens=frame_special,
+                 return_offsets_mapping=True)  # fmt: skip
+    ref_ids = list(ref["input_ids"])
+
+    def token_at(offsets, char):
+        return next(i for i, (s, e) in enumerate(offsets) if s <= char < e)
+
+    ref_anchor = token_at(ref["offset_mapping"], head + len(prompt.before))
+    if prompt.paired:
+        ref_after = token_at(ref["offset_mapping"], head + len(prompt.before) + len(prompt.key))
+    firsts = {}
+    for r in plan.renderings:
+        enc = tok.hf(r.text, add_special_tokens=frame_special, return_offsets_mapping=True)
+        ids, offsets = list(enc["input_ids"]), enc["offset_mapping"]
+        pad0 = r.pad_tokens[0]
+        pad1 = r.pad_tokens[1] if prompt.paired else 0
+        assert len(ids) == r.n_tokens == len(ref_ids) + pad0 + pad1
+        assert ids[:ref_anchor] == ref_ids[:ref_anchor]  # before the marker: unchanged
+        key_char = head + len(prompt.before) + r.content[len(prompt.before) :].index(prompt.key)
+        anchor = token_at(offsets, key_char)
+        assert anchor == r.anchor == ref_anchor + pad0 and r.phase == anchor % plan.modulus
+        if prompt.paired:  # the key moved by pad0; what follows the second padding did not
+            n_key = ref_after - ref_anchor
+            assert ids[anchor : anchor + n_key] == ref_ids[ref_anchor:ref_after]
+            after = token_at(offsets, head + len(r.content) - len(prompt.after))
+            assert after == ref_after + pad0 + pad1 and after - (anchor + n_key) == pad1
+            assert ids[after:] == ref_ids[ref_after:]
+        else:
+            assert ids[anchor:] == ref_ids[ref_anchor:]
+        first = firsts.setdefault(r.style, r)
+        assert r.anchor - first.anchor == r.shift - first.shift  # exactly k tokens per shift
+    return len(plan.renderings)
+
+
+@pytest.mark.parametrize("fixture", FAMILIES)
+@pytest.mark.parametrize("paired", [True, False])
+def test_every_shift_is_exact_by_re_encoding(fixture, paired, request):
+    tok = request.getfixturevalue(fixture)
+    text = NIAH if paired else NIAH.replace("{{balance}}", "")
+    prompt = parse_prompt(text)
+    plan = plan_shifts(tok, prompt, modulus=4, rounds=2, styles=STYLE_NAMES, custom=FILLER_LINE)
+    assert plan.styles, plan.refused
+    n = independent_check(tok, plan, frame_special=True)
+    assert n == len(plan.styles) * 8
+    for style in plan.styles:
+        rows = [r for r in plan.renderings if r.style == style]
+        assert [r.shift for r in rows] == list(range(8))
+        assert sorted(r.phase for r in rows) == sorted(list(range(4)) * 2)
+        lengths = {r.n_tokens for r in rows}
+        assert len(lengths) == (1 if paired else 8)  # paired: only the phase moves
+
+
+def test_shifts_after_a_chat_template_count_the_template(smollm2):
+    """SmolLM2's template adds a system turn: positions are counted in the templated sequence."""
+    frame = chat_frame(smollm2)
+    plan = plan_shifts(smollm2, parse_prompt(NIAH), modulus=4, rounds=1, frame=frame,
+                       styles=("comment_hash",))  # fmt: skip
+    assert frame.head and plan.renderings[0].text.startswith(frame.head)
+    assert independent_check(smollm2, plan, frame_special=frame.special) == 4
+    plain = plan_shifts(smollm2, parse_prompt(NIAH), modulus=4, rounds=1, styles=("comment_hash",))
+    offset = plan.renderings[0].anchor - plain.renderings[0].anchor
+    assert offset == len(smollm2.encode(frame.head)) > 0
+
+
+def test_choices_must_be_single_tokens(deepseek):
+    prompt = parse_prompt("x = 1\n{{shift}}y = T.Cast(FP")
+    plan = plan_shifts(deepseek, prompt, modulus=2, rounds=1, styles=("comment_hash",),
+                       choices=("8", "32"))  # fmt: skip
+    assert plan.choices == ("8", "32")
+    with pytest.raises(ProbeError, match="is 3 tokens after the prompt"):
+        plan_shifts(deepseek, prompt, modulus=2, rounds=1, styles=("comment_hash",),
+                    choices=("8", "12345678"))  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "text,match",
+    [
+        ("no marker here", "has no {{shift}} marker"),
+        ("a {{shift}} b {{shift}} c", "2 {{shift}} markers"),
+        ("{{balance}} x {{shift}} y", "must come after {{shift}}"),
+        ("x\n{{shift}}   ", "nothing but whitespace follows"),
+    ],
+)
+def test_bad_prompts_are_refused(text, match):
+    with pytest.raises(ProbeError, match=match):
+        parse_prompt(text)
+
+
+def test_a_marker_inside_a_token_is_refused(deepseek):
+    with pytest.raises(ProbeError, match="marker splits the token 'velmorax'|splits the token"):
+        plan_shifts(deepseek, parse_prompt("The number for velm{{shift}}orax is 4."), rounds=1)
+
+
+def fake_answers(plan, values):
+    return [
+        Answer(r, None, (v, 0.0), None, None) for r, v in zip(plan.renderings, values, strict=True)
+    ]
+
+
+@pytest.fixture(scope="module")
+def code_plan(request):
+    tok = request.getfixturevalue("deepseek")
+    prompt = parse_prompt("x = 1\n{{shift}}y = T.Cast(FP")
+    # 2 styles x 8 rounds: 16 rows, as many as the default 4 styles x 4 rounds give
+    return plan_shifts(tok, prompt, modulus=8, rounds=8, choices=("8", "4"),
+                       styles=("filler", "comment_dash"))  # fmt: skip
+
+
+def test_a_period_4_margin_is_found_and_a_drift_is_not(code_plan):
+    rng = np.random.default_rng(0)
+    periodic = [(0.8 if r.phase % 4 < 2 else -0.6) + rng.normal(0, 0.1)
+                for r in code_plan.renderings]  # fmt: skip
+    result = analyse(code_plan, fake_answers(code_plan, periodic), expect=None, provenance={})
+    assert result.verdict.startswith("margin depends on phase mod "), result.verdict
+    summary = result.data["summary"]
+    assert summary["p_value"] < 0.01
+    # the profile's variation is the period-4 rhythm (the period-fit test of phasebench.stats
+    # names 4 in about 86 of 100 such samples of 16 rows, 8 in the others: measured)
+    assert summary["spectrum"]["4"] > 0.95
+    # a smooth drift with the padding's length is not a phase effect
+    drift = [0.05 * r.shift - 0.5 + rng.normal(0, 0.05) for r in code_plan.renderings]
+    result = analyse(code_plan, fake_answers(code_plan, drift), expect=None, provenance={})
+    assert result.verdict.startswith("no phase dependence detected"), result.verdict
+    assert result.data["drift"]["removed"]
+    wrong = [-1.0 + rng.normal(0, 0.05) for r in code_plan.renderings]
+    result = analyse(code_plan, fake_answers(code_plan, wrong), expect=None, provenance={})
+    assert result.verdict.endswith("wrong at every shift: not a phase effect"), result.verdict
+    text = terminal_plot(result)
+    assert "per phase (mod 8)" in text and "comment_dash" in text
+
+
+def test_generated_answers_are_scored_by_prefix(code_plan):
+    answers = [Answer(r, " 8, then" if r.phase != 3 else " 4", (), None, None)
+               for r in code_plan.renderings]  # fmt: skip
+    result = analyse(code_plan, answers, expect="8", provenance={})
+    assert result.data["right"]["right"] == len(answers) - len(answers) // 8
+    assert result.verdict.startswith("answer depends on phase mod 8"), result.verdict
+    # without --expect: whether the answer is the run's most common one
+    result = analyse(code_plan, answers, expect=None, provenance={})
+    assert result.data["probe"]["measure"] == "modal answer"
+    assert result.data["right"]["distinct_answers"] == 2
+
+
+def test_a_server_count_that_disagrees_is_left_out(code_plan):
+    answers = [Answer(r, "8", (), r.n_tokens + (r.shift == 5), r.n_tokens)
+               for r in code_plan.renderings]  # fmt: skip
+    result = analyse(code_plan, answers, expect="8", provenance={})
+    assert result.data["witness"]["disagreed"] == 2  # shift 5 of each style
+    assert result.data["witness"]["excluded_from_statistics"] == 2
+    assert "2 shifts left out" in result.verdict
+    assert result.data["witness"]["agreed"] == len(answers) - 2
+
+
+def write(tmp_path, text):
+    path = tmp_path / "prompt.txt"
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+API = ["--model", "local-completions", "--model_args",
+       "model=deepseek-v4,base_url=http://127.0.0.1:9/v1/completions,max_length=64"]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "text,extra,match",
+    [
+        ("no marker", [], "has no {{shift}} marker"),
+        ("velm{{shift}}orax is 4", [], "splits the token"),
+        ("x = 1\n{{shift}}y = T.Cast(FP", ["--choices", "8,12345678"], "is 3 tokens after"),
+        ("x\n" * 80 + "{{shift}}y = 1", [], "exceeds the model's context of 63"),
+        ("x\n{{shift}}y", ["--styles", "nope"], "unknown padding style"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, text, extra, match):
+    code = main(["probe", write(tmp_path, text), *API, "--rounds", "1", *extra])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.count("\n") == 1 and err.startswith("phasebench: error: ")
+    assert match in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_out_must_be_a_folder(tmp_path, capsys):
+    (tmp_path / "file").write_text("x")
+    code = main(["probe", write(tmp_path, "x\n{{shift}}y"), *API, "--out", str(tmp_path / "file")])
+    assert code == 2 and "is not a folder" in capsys.readouterr().err
+
+
+def test_result_json_is_plain(code_plan):
+    values = [0.1 * (r.phase % 2) for r in code_plan.renderings]
+    result = analyse(code_plan, fake_answers(code_plan, values), expect=None, provenance={})
+    text = json.dumps(result.to_dict(), allow_nan=False)
+    assert json.loads(text)["probe"]["modulus"] == 8
+
+
+CODE = "FP8 = 'float8_e4m3fn'\nFP4 = 'float4_e2m1fn'\n\n{{shift}}def cast(x):\n    return T.Cast(FP"
+
+
+@pytest.mark.slow
+def test_end_to_end_on_smollm2_through_hf(tmp_path, capsys):
+    """The SmolLM2 GGUF through lm-eval's ``hf`` backend: 2 rounds x modulus 4, one style."""
+    from support.models import smollm2_model_args
+
+    out = tmp_path / "out"
+    code = main(["probe", write(tmp_path, CODE), "--model", "hf", "--model_args",
+                 smollm2_model_args(), "--choices", "8,4", "--modulus", "4", "--rounds", "2",
+                 "--styles", "comment_hash", "--device", "cpu", "--out", str(out)])  # fmt: skip
+    printed = capsys.readouterr().out
+    assert code == 0
+    data = json.loads((out / "probe.json").read_text())
+    assert len(data["shifts"]) == 8 and data["witness"]["kind"] == "backend tok_encode"
+    assert all(len(e["logprobs"]) == 2 for e in data["shifts"])
+    assert (out / "probe.png").read_bytes()[:4] == b"\x89PNG"
+    assert printed.rstrip().splitlines()[-1] == data["verdict"]
+
+
+@pytest.mark.slow
+def test_end_to_end_through_the_api_server(tmp_path, capsys):
+    """``local-completions`` against ``transformers serve`` on SmolLM2: the server's
+    usage.prompt_tokens must equal every checked shift's length (the witness)."""
+    from support.openai_server import serve
+
+    with serve("transformers", tmp_path / "server") as served:
+        args = (f"model={served.model},base_url={served.url}/v1/completions,"
+                f"tokenizer={served.tokenizer},max_length=2048,tokenizer_backend=huggingface,"
+                f"tokenized_requests=False")  # fmt: skip
+        code = main(["probe", write(tmp_path, NIAH), "--model", "local-completions",
+                     "--model_args", args, "--expect", "48213", "--modulus", "4", "--rounds",
+                     "2", "--styles", "comment_hash", "--max_gen_toks", "8",
+                     "--out", str(tmp_path / "out")])  # fmt: skip
+        sent = served.recorder.on("/v1/completions")
+    assert code == 0, capsys.readouterr().err
+    data = json.loads((tmp_path / "out" / "probe.json").read_text())
+    assert len(sent) == len(data["shifts"]) == 8
+    assert data["witness"] == {"kind": "usage.prompt_tokens", "agreed": 8, "disagreed": 0,
+                               "missing": 0, "excluded_from_statistics": 0}  # fmt: skip
+    # the server read the checked text of every shift
+    assert [e.request["prompt"] for e in sent][0].startswith("Read the notes below")
+
+
+def test_a_question_cut_that_a_lone_context_encodes_differently_is_refused(smollm2):
+    """SmolLM2 encodes a text-final blank line as one token, the same blank line before
+    ``Question`` as two: kvpress, which encodes the context alone, needs the cut before it."""
+    from phasebench.probe.shifts import check_question_cut
+
+    good = "Notes.\n{{shift}}The number for velmorax is 48213.{{question}}\n\nQuestion: the number?"
+    bad = good.replace("{{question}}\n\n", "\n\n{{question}}")
+    kwargs = {"modulus": 2, "rounds": 1, "styles": ("comment_hash",)}
+    check_question_cut(smollm2, plan_shifts(smollm2, parse_prompt(good), **kwargs))
+    with pytest.raises(ProbeError, match="encodes differently alone"):
+        check_question_cut(smollm2, plan_shifts(smollm2, parse_prompt(bad), **kwargs))
