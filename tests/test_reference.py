@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import torch  # noqa: E402  (the `reference` extra: a missing torch fails, never skips)
 
+from phasebench.demo import DEMO_VARIANTS  # noqa: E402
 from phasebench.families import kv  # noqa: E402
 from phasebench.reference import DEMO_N_BASE, SHIPPED, weights_dir  # noqa: E402
 from phasebench.reference.model import PhaseRefModel, register_auto_classes  # noqa: E402
@@ -169,13 +170,13 @@ def _kv_entry(report: dict, variant: str) -> dict:
 def test_demo_end_to_end(demo):
     """Every stage of the demo wrote its part, for every committed model."""
     paths, report = demo
-    assert sorted(report["runs"]) == sorted(f"phasebench-ref-{v}" for v in SHIPPED)
-    for variant in SHIPPED:
+    assert sorted(report["runs"]) == sorted(f"phasebench-ref-{v}" for v in DEMO_VARIANTS)
+    for variant in DEMO_VARIANTS:
         entry = _kv_entry(report, variant)
         assert len(entry["per_phase"]) == 8 and entry["n_base"] == DEMO_N_BASE
     assert any(p.endswith("mean-w8s4__phasebench_kv__512.profile.png") for p in paths["plots"])
     site = (Path(paths["site"])).read_text()
-    assert all(f"ref-{v}" in site for v in SHIPPED)
+    assert all(f"ref-{v}" in site for v in DEMO_VARIANTS)
 
 
 #: The committed models that carry the positive checks (docs/reference.md has all five).

@@ -58,7 +58,7 @@ def sweep_variant(stride: int) -> str:
 
 #: Variants whose weights are committed under :func:`weights_dir` (``phasebench reference
 #: sweep`` trains the others into its output folder on the same recipe).
-SHIPPED = ("full", "gate-w8s4", "mean-w8s4", "gate-w8s2", "mean-w8s2")
+SHIPPED = ("mean-w1s1", "full", "gate-w8s4", "mean-w8s4", "gate-w8s2", "mean-w8s2")
 
 #: Context length (tokens) of the ``kv`` split the reference models are checked on (``phasebench
 #: demo``, ``phasebench reference evaluate``): about 120 records per prompt, enough distractors
