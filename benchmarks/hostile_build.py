@@ -88,7 +88,7 @@ def main() -> int:
     work = Path(args.keep or tempfile.mkdtemp(prefix="phasebench-hostile-"))
     if work.exists() and args.keep:
         shutil.rmtree(work)
-    work.mkdir(parents=True)
+    work.mkdir(parents=True, exist_ok=True)  # mkdtemp made it already without --keep
     subs = work / "subs"
     t0 = time.monotonic()
     rows = split_rows(work / "split")
