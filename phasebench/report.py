@@ -264,7 +264,10 @@ def _group(
         missing = [k for k in DOC_FIELDS if k not in doc]
         if missing:
             raise SamplesError(f"{where}: doc has no {', '.join(missing)}")
-        if problem := row_problem(doc):  # phase 1.5 or true is refused, never read as 1
+        # phase 1.5 or true is refused, never read as 1; a long text field that `leaderboard
+        # pack` dropped (logged as null) is not one report reads, so only its own need a value
+        checked = {k: v for k, v in doc.items() if v is not None or k in DOC_FIELDS}
+        if problem := row_problem(checked):
             raise SamplesError(f"{where}: doc.{problem}")
         label = task if len(filters) == 1 else f"{task}/{s.get('filter', 'none')}"
         key = (label, config_length(doc))

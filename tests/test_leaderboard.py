@@ -167,9 +167,14 @@ def test_max_length_rule(tmp_path, submission_rows, regen_cache):
 
 def test_duplicates_are_refused_and_supersedes_replaces(tmp_path, submission_rows, regen_cache):
     make_submission(tmp_path, submission_rows, model="acme/m")
-    make_submission(tmp_path, submission_rows, model="ACME/m")
+    copy = make_submission(tmp_path, submission_rows, model="ACME/m")
+    outcome = _one(tmp_path, regen_cache)  # same run date, no earlier board: a tie
+    assert not outcome.accepted
+    assert [p[0].rule for _, p in outcome.refused] == ["duplicate", "duplicate"]
+    path = next(copy.glob("results_*.json"))  # the copy ran a day later: the first one stays
+    path.write_text(path.read_text().replace('"date": 1795000000.0', '"date": 1795086400.0'))
     outcome = _one(tmp_path, regen_cache)
-    assert len(outcome.accepted) == 1
+    assert [s.meta["model"] for s in outcome.accepted] == ["acme/m"]
     assert [p[0].rule for _, p in outcome.refused] == ["duplicate"]
     shutil.rmtree(tmp_path / "ACME__m")
     newer = make_submission(
