@@ -850,22 +850,26 @@ def _period_fit_p(profile: np.ndarray, cov: np.ndarray | None) -> dict[int, floa
         keep_out = (np.arange(modulus) % (modulus // s)) != 0  # bins that are not period-S
         # Residual projector: inverse DFT of the non-period-S bins (a real symmetric matrix).
         proj = np.fft.ifft(basis * keep_out[:, None], axis=0).real
-        r = proj @ x
-        if np.max(np.abs(r)) <= 1e-12:
-            out[s] = 1.0
-            continue
-        if cov is None:
-            out[s] = 0.0
-            continue
-        cov_r = proj @ cov @ proj.T
-        scale = np.max(np.abs(np.diag(cov_r))) if cov_r.size else 0.0
-        if scale <= 0:
-            out[s] = 0.0
-            continue
-        rank = int(np.linalg.matrix_rank(cov_r, tol=1e-9 * scale))
-        stat = float(r @ np.linalg.pinv(cov_r, rcond=1e-9, hermitian=True) @ r)
-        out[s] = float(sps.chi2.sf(stat, rank)) if rank else 0.0
+        out[s] = _residual_p(x, cov, proj)
     return out
+
+
+def _residual_p(x: np.ndarray, cov: np.ndarray | None, proj: np.ndarray) -> float:
+    """p-value that the residual ``proj @ x`` is noise under the covariance ``cov`` (a
+    chi-squared test on the residual's own rank): 1 when the residual vanishes, 0 when it does
+    not and there is no covariance to judge it by."""
+    r = proj @ x
+    if np.max(np.abs(r)) <= 1e-12:
+        return 1.0
+    if cov is None:
+        return 0.0
+    cov_r = proj @ cov @ proj.T
+    scale = np.max(np.abs(np.diag(cov_r))) if cov_r.size else 0.0
+    if scale <= 0:
+        return 0.0
+    rank = int(np.linalg.matrix_rank(cov_r, tol=1e-9 * scale))
+    stat = float(r @ np.linalg.pinv(cov_r, rcond=1e-9, hermitian=True) @ r)
+    return float(sps.chi2.sf(stat, rank)) if rank else 0.0
 
 
 def _subset_period_fit_p(
@@ -883,22 +887,7 @@ def _subset_period_fit_p(
         classes = r % s
         average = (classes[:, None] == classes[None, :]).astype(float)
         average /= average.sum(axis=1, keepdims=True)
-        proj = np.eye(len(x)) - average
-        resid = proj @ x
-        if np.max(np.abs(resid)) <= 1e-12:
-            out[s] = 1.0
-            continue
-        if cov is None:
-            out[s] = 0.0
-            continue
-        cov_r = proj @ cov @ proj.T
-        scale = np.max(np.abs(np.diag(cov_r))) if cov_r.size else 0.0
-        if scale <= 0:
-            out[s] = 0.0
-            continue
-        rank = int(np.linalg.matrix_rank(cov_r, tol=1e-9 * scale))
-        stat = float(resid @ np.linalg.pinv(cov_r, rcond=1e-9, hermitian=True) @ resid)
-        out[s] = float(sps.chi2.sf(stat, rank)) if rank else 0.0
+        out[s] = _residual_p(x, cov, np.eye(len(x)) - average)
     return out
 
 
