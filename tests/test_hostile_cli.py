@@ -467,3 +467,16 @@ def test_push_to_a_hub_that_fails_is_one_line(built, tmp_path, monkeypatch, answ
             server.close()
     assert_one_line(code, err, *words)
     assert (out / "phasebench.json").is_file()
+
+
+# -- 6 (second round). leaderboard pack on samples that are not lm-eval's -------------------------
+
+
+@pytest.mark.parametrize("doc", ["a string", ["a", "b"], [["id", "x"]], None, 7])
+def test_pack_refuses_a_doc_that_is_not_an_object_in_one_line(tmp_path, doc):
+    """A sample whose ``doc`` is a string (a list of pairs was silently turned into a mapping
+    by ``dict()``) is refused with the file and the sample's number."""
+    source = _samples(tmp_path / "lm-eval", [_line(_doc(), 1.0), _line(doc, 1.0)])
+    (source / "results_2026-01-01T00-00-00.000000.json").write_text("{}")
+    code, _, err = run(["leaderboard", "pack", str(source), "--out", str(tmp_path / "packed")])
+    assert_one_line(code, err, "sample 2", "'doc' must be a JSON object")
