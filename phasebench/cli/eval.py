@@ -13,7 +13,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description="Runs `lm_eval run ARGS --include_path $(phasebench tasks-dir)` after "
         "preparing the phasebench splits and checking that no prompt would be truncated, then "
         "prints phasebench's summary (as `phasebench report` does) when --log_samples and "
-        "--output_path were given. `phasebench eval --help` shows lm-eval's own options.",
+        "--output_path were given. `phasebench eval --help` shows phasebench's part (the task "
+        "metadata, the truncation guard), then lm-eval's own options.",
         # every token, options included, belongs to lm-eval (`phasebench eval --help` shows
         # lm-eval's help): this parser recognises no options of its own
         prefix_chars="+",
@@ -23,12 +24,70 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     ev.set_defaults(run=run)
 
 
+def phasebench_help() -> str:
+    """What ``phasebench eval --help`` prints before lm-eval's own help: what phasebench adds to
+    lm-eval's ``run``, and the task metadata keys with their defaults."""
+    import textwrap
+
+    from phasebench.lmeval.data import DEFAULT_LENGTHS, DEFAULT_MODULUS, DEFAULT_N_BASE
+    from phasebench.lmeval.harness import GROUP, TASK_FAMILIES
+    from phasebench.lmeval.tasks import METRIC_SETS
+
+    n_base = ", ".join(f"{family} {n}" for family, n in DEFAULT_N_BASE.items())
+    keys = [
+        ("max_seq_lengths", str(list(DEFAULT_LENGTHS)), "prompt lengths in tokens"),
+        ("phase_modulus", str(DEFAULT_MODULUS), "P: phases 0..P-1 (code: a divisor of 16)"),
+        ("n_base", n_base, 'base items per length: one number or {"kv": 32, "code": 8}; kv '
+         "and niah need a multiple of P, at least 2P"),
+        ("seed", "0", "generation seed"),
+        ("metrics", METRIC_SETS[0], f"metric set: {' or '.join(METRIC_SETS)}"),
+        ("length_phases", "off", 'kv, niah: true or "crossed" adds the prompt-length axis'),
+        ("phases", "all", 'kv, niah: a subset of residues, e.g. "0:128:16,125:128"'),
+        ("dataset_path", "none", "a pre-built split: a folder from `phasebench generate` or "
+         "`phasebench publish`, or a Hub dataset id"),
+    ]  # fmt: skip
+    width = max(len(k) for k, _, _ in keys)
+    table = "\n".join(
+        textwrap.fill(f"{m} (default: {d})", 96, initial_indent=f"  {k:<{width}}  ",
+                      subsequent_indent=" " * (width + 4))
+        for k, d, m in keys
+    )  # fmt: skip
+    return f"""phasebench eval: lm-eval's `run` with the phasebench tasks on its --include_path
+({", ".join(TASK_FAMILIES)}; the group {GROUP} runs all three).
+Every option below passes to lm-eval unchanged.
+
+Before lm-eval starts, phasebench
+  - checks the task metadata (--metadata JSON, keys below): a bad value is one line, exit 2,
+    before any tokenizer or model loads;
+  - builds each split for the model's own tokenizer (cached under $PHASEBENCH_CACHE), or checks
+    the pre-built one of dataset_path against it;
+  - refuses a run that would be truncated (the truncation guard): when the longest prompt plus
+    the generated tokens exceeds the model's context, lm-eval's hf and vllm backends cut the
+    prompt from the left, deleting needles and faking a phase gap. Through an API backend, state
+    the server's own context as max_length in --model_args.
+After lm-eval's tables, with --log_samples --output_path OUT, it prints phasebench's summary
+(what `phasebench report OUT` prints). docs/tasks.md has the details.
+
+Task metadata (--metadata JSON):
+{table}
+
+lm-eval's own options:
+"""
+
+
 def run(args: argparse.Namespace) -> int:
     import shlex
 
     from phasebench.kvpress import register_model_type
     from phasebench.lmeval.harness import run_eval
 
+    if {"-h", "--help"} & set(args.lm_eval_args):
+        print(phasebench_help(), flush=True)
+        try:
+            run_eval(args.lm_eval_args)  # lm-eval prints its help and exits
+        except SystemExit as exc:
+            return int(exc.code or 0)
+        return 0
     register_model_type()  # --model phasebench-kvpress (imported only when a run names it)
     output = run_eval(args.lm_eval_args)
     if not output.samples_files:

@@ -89,6 +89,10 @@ verify_config = engine.verify_config
 EXTRA_FIELDS: tuple = ()
 
 
+#: The spec's own rules, checked before any tokenizer loads (``phasebench eval``).
+check_spec = engine.check_spec
+
+
 def prepare(spec: SplitSpec, tok: PhaseTokenizer) -> engine.NeedlePlan:
     """Plan the config and check its seams and one whole prompt on the exact path."""
     return engine.prepare(spec, tok, content(spec))

@@ -134,7 +134,9 @@ class NeedlePlan:
             yield from _render_item(self, b)
 
 
-def _check_spec(spec: SplitSpec) -> None:
+def check_spec(spec: SplitSpec, tok: PhaseTokenizer | None = None) -> None:
+    """The spec's own rules, checked without a tokenizer (``phasebench eval`` does so before
+    it loads one): ``n_base`` a multiple of the modulus and at least twice it."""
     P = spec.modulus
     if spec.n_base % P or spec.n_base < 2 * P:
         raise SpecError(
@@ -167,7 +169,7 @@ def key_token_offset(tok: PhaseTokenizer, needle: Needle) -> int:
 
 def plan(spec: SplitSpec, tok: PhaseTokenizer, content: NeedleContent) -> NeedlePlan:
     """Lay out every base item of ``spec``: cheap (token counts of pool pieces only)."""
-    _check_spec(spec)
+    check_spec(spec)
     P, L = spec.modulus, spec.length
     pool_counts = tok.count(content.pool)
     if len(pool_counts) == 0 or pool_counts.min() < 1:

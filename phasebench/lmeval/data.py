@@ -70,7 +70,10 @@ def _n_base(family: str, value: Any) -> int:
     """``n_base`` is one number for every family or a mapping such as ``{"kv": 32, "code": 8}``
     (code counts items, each swept over 4 padding styles x 16 lengths)."""
     if isinstance(value, str) and value.strip().startswith("{"):
-        value = json.loads(value)
+        try:
+            value = json.loads(value)
+        except ValueError:
+            raise SpecError(f"'n_base' is not a JSON mapping (got {value[:80]!r})") from None
     if isinstance(value, Mapping):
         value = value.get(family)
     if value is None:

@@ -145,6 +145,27 @@ def check_fits(
     )
 
 
+def check_metadata(families: Sequence[str], kwargs: Mapping[str, Any]) -> None:
+    """Refuse task metadata the tasks would refuse, before anything is loaded: every split spec
+    (lengths, ``phase_modulus``, ``n_base``, ``seed``, the length axis, ``phases``) and the
+    metric set. lm-eval loads the model before its tasks, so a task that refused its metadata
+    itself would do so only after the model had loaded."""
+    from phasebench.families import get_family
+    from phasebench.lmeval.data import _lengths, split_specs
+    from phasebench.lmeval.tasks import _check_set
+
+    _check_set(str(kwargs.get("metrics") or "compact"))
+    if kwargs.get("dataset_path"):  # a pre-built split: its own manifests say the rest
+        _lengths(kwargs)
+        return
+    for family in families:
+        for spec in split_specs(family, kwargs):
+            # a family's rules that need no tokenizer (n_base against the modulus, ...)
+            check = getattr(get_family(spec), "check_spec", None)
+            if check is not None:
+                check(spec)
+
+
 def prepare(ns: Any) -> None:
     """Build (or find) every phasebench split of the run and apply the truncation guard.
 
@@ -163,6 +184,7 @@ def prepare(ns: Any) -> None:
         if getattr(ns, "system_instruction", None):
             metadata["system_instruction"] = ns.system_instruction
         ns.metadata = metadata  # the tasks relabel phases for the templated sequence
+    check_metadata(families, model_args | metadata)  # before the tokenizer or model loads
     backend = getattr(ns, "model", None)
     max_length = model_max_length(model_args, backend)
     for family in families:

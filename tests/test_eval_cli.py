@@ -1,0 +1,88 @@
+"""``phasebench eval`` as a new user meets it: its own help before lm-eval's, task metadata
+refused before any tokenizer or model loads, lm-eval's own tags left as they are."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pytest
+
+from phasebench.cli import main
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+def _eval(capsys, metadata: dict, model_args: str = "pretrained=/no/such/model") -> tuple:
+    code = main(["eval", "--model", "hf", "--model_args", model_args, "--tasks",
+                 "phasebench_kv", "--metadata", json.dumps(metadata)])  # fmt: skip
+    captured = capsys.readouterr()
+    return code, captured.err.strip().splitlines()
+
+
+@pytest.mark.parametrize(
+    ("metadata", "words"),
+    [
+        ({"n_base": "abc"}, "'n_base'"),
+        ({"n_base": "{not json"}, "'n_base'"),
+        ({"n_base": 3}, "n_base"),
+        ({"phase_modulus": "x"}, "'phase_modulus'"),
+        ({"max_seq_lengths": "a,b"}, "'max_seq_lengths'"),
+        ({"length_phases": "sideways"}, "'length_phases'"),
+        ({"metrics": "fulll"}, "'metrics'"),
+        ({"seed": -1}, "seed"),
+    ],
+)
+def test_bad_task_metadata_is_refused_before_the_model_loads(capsys, metadata, words):
+    """The model path does not exist: reading its config is the first thing that would fail
+    once the metadata passed, so the metadata error coming first shows it is checked before
+    anything of the model is loaded."""
+    code, err = _eval(capsys, metadata)
+    assert code == 2 and err, err
+    assert words in err[-1] and "/no/such/model" not in err[-1], err
+    assert not any("Traceback" in line for line in err)
+
+
+def test_good_metadata_reaches_the_model(capsys):
+    code, err = _eval(capsys, {"n_base": 16, "max_seq_lengths": [256]})
+    assert code == 2 and "/no/such/model" in err[-1], err
+
+
+def test_including_the_tasks_leaves_lm_evals_own_tags_alone(caplog):
+    """A tag given in an ``--include_path`` folder replaces lm-eval's own tag of that name
+    (``--tasks longcxt`` would have run phasebench alone, with a warning "Task 'longcxt' from
+    None overrides existing task"). lm-eval's RULER folder stands for its own tasks (indexing
+    all of them takes minutes); include paths merge as the defaults and ``--include_path`` do."""
+    import lm_eval.tasks
+    from lm_eval.tasks import TaskManager
+
+    from phasebench.lmeval.harness import tasks_dir
+
+    ruler = str(Path(lm_eval.tasks.__file__).parent / "ruler")
+    own = TaskManager(include_path=[ruler], include_defaults=False).task_index
+    tags = {name: set(e.tags) for name, e in own.items() if e.kind.name == "TAG"}
+    assert tags.get("longcxt"), sorted(tags)
+    with caplog.at_level(logging.WARNING):
+        index = TaskManager(include_path=[ruler, tasks_dir()], include_defaults=False).task_index
+    assert not [r for r in caplog.records if "overrides" in r.getMessage()]
+    for name, tasks in tags.items():
+        assert set(index[name].tags) == tasks, name
+    assert set(index["phase_sensitivity"].tags) == {"phasebench_kv", "phasebench_niah",
+                                                    "phasebench_code"}  # fmt: skip
+
+
+def test_help_shows_phasebenchs_part_then_lm_evals(capsys):
+    """``phasebench eval --help``: what phasebench adds (the metadata keys, the truncation guard)
+    first, every knob ``docs/tasks.md`` documents among the keys, then lm-eval's own help."""
+    assert main(["eval", "--help"]) == 0
+    out = capsys.readouterr().out
+    ours, _, theirs = out.partition("lm-eval's own options:")
+    assert "truncation guard" in ours and "Task metadata (--metadata JSON)" in ours
+    assert "usage: lm-eval run" in theirs and "--model_args" in theirs
+    docs = (Path(__file__).resolve().parent.parent / "docs" / "tasks.md").read_text()
+    knobs = docs.partition("Knobs, all through lm-eval's `--metadata` JSON:")[2].split("\n\n")[1]
+    keys = [line.split("`")[1] for line in knobs.splitlines() if line.startswith("| `")]
+    assert len(keys) >= 8, keys
+    for key in keys:
+        assert f"\n  {key} " in ours, key
