@@ -38,6 +38,7 @@ __all__ = [
     "Statistic",
     "length_axis",
     "on_axes",
+    "format_p",
     "register",
     "registered",
     "statistics",
@@ -323,3 +324,14 @@ def registered(statistic: Statistic) -> Iterator[Statistic]:
         yield statistic
     finally:
         _REGISTRY.remove(statistic)
+
+
+def format_p(value: float | None, n_perm: int | None = N_PERM) -> str | None:
+    """A permutation p-value as every table writes it: ``0.0123`` (3 significant digits), and
+    ``< 0.001`` at the floor ``1 / (1 + n_perm)`` of ``n_perm`` permutations (no shuffle reached
+    the observed gap: the test says only that p is below ``1 / n_perm``). None for no value."""
+    if value is None:
+        return None
+    if n_perm and value <= 1.0 / (1 + n_perm) * (1 + 1e-9):
+        return f"< {1.0 / n_perm:.3g}"
+    return f"{value:.3g}"

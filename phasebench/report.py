@@ -36,6 +36,7 @@ from phasebench.samples import (
     ScoredRecord,
     iter_samples,
     read_results,
+    run_name,
     scored_record,
     served_label,
     served_state,
@@ -147,8 +148,13 @@ def _model_name(folder: Path) -> str:
             data = read_results(results[-1])
         except SamplesError:
             data = {}
-        name = data.get("model_name") or (data.get("config") or {}).get("model_args")
-        if isinstance(name, str) and name:
+        logged = data.get("model_name")
+        config = data.get("config") if isinstance(data.get("config"), dict) else {}
+        args = config.get("model_args")
+        if not isinstance(args, str | dict):
+            args = None
+        name = run_name(args, logged if isinstance(logged, str) else None)
+        if name:
             return name
     return folder.name
 
@@ -343,7 +349,8 @@ def _ci(ci: Sequence[float | None] | None) -> str:
 
 
 def _p(p: float | None) -> str:
-    return "n/a" if p is None else f"{p:.3g}"
+    # "< 0.001" at the floor of the default 1000 permutations: true for any other count too
+    return metrics.format_p(p) or "n/a"
 
 
 def _signed(x: float | None) -> str:

@@ -166,6 +166,35 @@ def read_results(path: Path | str, max_bytes: int = MAX_RESULTS_BYTES) -> dict[s
     return data
 
 
+#: lm-eval's order of the model arguments it names a run (and its output folder) after.
+MODEL_NAME_KEYS = ("peft", "delta", "pretrained", "model", "path", "engine")
+
+
+def _model_args(value: str | Mapping[str, Any] | None) -> dict[str, str]:
+    if isinstance(value, Mapping):
+        return {str(k): str(v) for k, v in value.items() if v is not None}
+    pairs = (item.partition("=") for item in str(value or "").split(","))
+    return {k.strip(): v.strip() for k, sep, v in pairs if sep and k.strip()}
+
+
+def run_name(model_args: str | Mapping[str, Any] | None, logged: str | None = None) -> str | None:
+    """A run's model name for tables and output folders: the name lm-eval logged (``logged``,
+    else the model argument lm-eval takes it from), except that a local path is never used
+    whole: a GGUF model is named by its file (``gguf_file``), any other local model by the
+    path's last part. None when ``model_args`` names no model."""
+    args = _model_args(model_args)
+    name = logged or next((args[k] for k in MODEL_NAME_KEYS if args.get(k)), None)
+    if not name:
+        return None
+    path = Path(name).expanduser()
+    local = path.is_absolute() or name.startswith((".", "~")) or path.exists()
+    if not local:
+        return name
+    if args.get("gguf_file") and name in (args.get("pretrained"), args.get("model")):
+        return Path(args["gguf_file"]).name
+    return path.resolve().name or name
+
+
 # -- the server's witness ----------------------------------------------------------------------
 
 #: The per-sample key of the server's witness, ``[label, count]``: the prompt token count

@@ -4,7 +4,9 @@ live in ``tests/support/``."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -26,6 +28,25 @@ from phasebench.tokenization import PhaseTokenizer, load_tokenizer  # noqa: E402
 from support.models import SMOLLM2_GGUF, make_tiny_llama, smollm2_folder  # noqa: E402
 from support.submissions import split_rows  # noqa: E402
 from support.tokenizers import BUILDERS, build_llama2_legacy, build_unigram, build_wordpiece  # noqa: E402
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A test marked slow names itself on the terminal as it starts (on its xdist worker too),
+    so that a suite's long last minutes show which test is running."""
+    if item.get_closest_marker("slow") is None:
+        return
+    worker = getattr(item.config, "workerinput", {}).get("workerid")
+    capture = item.config.pluginmanager.getplugin("capturemanager")
+    reporter = item.config.pluginmanager.getplugin("terminalreporter")
+    quiet = capture.global_and_fixture_disabled() if capture else contextlib.nullcontext()
+    with quiet:
+        if worker is None and reporter is not None:
+            reporter.ensure_newline()
+            reporter.write_line(f"[slow test starts] {item.nodeid}")
+        else:  # an xdist worker's stderr is the controller's terminal
+            sys.stderr.write(f"\n[slow test starts on {worker}] {item.nodeid}\n")
+            sys.stderr.flush()
 
 
 @pytest.fixture(scope="session")

@@ -86,3 +86,36 @@ def test_help_shows_phasebenchs_part_then_lm_evals(capsys):
     assert len(keys) >= 8, keys
     for key in keys:
         assert f"\n  {key} " in ours, key
+
+
+def test_a_local_model_is_named_by_its_file_or_folder(tmp_path):
+    """Run names and output folders: a GGUF model (a folder in site-packages, often) by its
+    file, a local folder by its last part, a Hub id as it is."""
+    from phasebench.report import load_runs
+    from phasebench.samples import run_name
+    from support.models import SMOLLM2_GGUF, smollm2_folder
+
+    gguf = {"pretrained": str(smollm2_folder()), "gguf_file": SMOLLM2_GGUF}
+    assert run_name(gguf) == SMOLLM2_GGUF
+    assert run_name(",".join(f"{k}={v}" for k, v in gguf.items())) == SMOLLM2_GGUF
+    assert run_name({"pretrained": str(tmp_path / "my-model")}) == "my-model"
+    assert run_name({"pretrained": "./checkpoints/step-100/"}) == "step-100"
+    assert run_name("pretrained=HuggingFaceTB/SmolLM2-135M,dtype=float32") == (
+        "HuggingFaceTB/SmolLM2-135M"
+    )
+    assert run_name({"model": "llama3", "base_url": "http://127.0.0.1:1/v1"}) == "llama3"
+    assert run_name({}) is None
+
+    # phasebench report names a run lm-eval logged with its whole path the same way
+    run_dir = tmp_path / "out" / "whatever"
+    run_dir.mkdir(parents=True)
+    results = {"results": {}, "model_name": gguf["pretrained"],
+               "config": {"model_args": gguf}}  # fmt: skip
+    (run_dir / "results_2026-01-01T00-00-00.000000.json").write_text(json.dumps(results))
+    doc = {"id": "kv-256-b00000-p0", "family": "kv", "length": 256, "phase_modulus": 2,
+           "phase": 0, "base_id": 0}  # fmt: skip
+    lines = [json.dumps({"doc": {**doc, "phase": r, "base_id": b}, "acc": 1.0}) + "\n"
+             for b in range(2) for r in range(2)]  # fmt: skip
+    (run_dir / "samples_phasebench_kv_2026-01-01T00-00-00.000000.jsonl").write_text("".join(lines))
+    runs, _ = load_runs([run_dir])
+    assert [r.name for r in runs] == [SMOLLM2_GGUF]

@@ -211,6 +211,37 @@ def test_w8s4_compression_shows_a_period_4_gap(demo):
     entry = _kv_entry(demo[1], POSITIVE_W8S4)
     assert entry["p_value"] < 0.01
     assert entry["dominant_period"] == 4
+    from phasebench.demo import results_table
+
+    table = results_table(demo[1]).set_index("model")
+    assert table.loc[POSITIVE_W8S4, "phase effect"] == "finding"
+    assert table.loc["full", "phase effect"] == "no"
+
+
+def test_demo_table_names_the_finding_and_explains_itself():
+    """The demo's table marks the significant rows and the largest of them as the finding,
+    prints ``p < 0.001`` at the permutation floor, and its legend explains the model names and
+    columns."""
+    from phasebench.demo import model_name, results_legend, results_table
+
+    def entry(gap: float, p: float, period: int | None) -> dict:
+        ci = [gap / 2, gap * 1.5]
+        return {"acc": 0.8, "worst_phase": 0.7, "worst_phase_crossfit": 0.72, "gap": gap,
+                "gap_ci": ci, "p_value": p, "dominant_period": period}  # fmt: skip
+
+    runs = {"full": entry(0.01, 0.9, None), "mean-w8s4": entry(0.156, 1 / 1001, 4),
+            "gate-w8s2": entry(0.031, 0.04, 2)}  # fmt: skip
+    report = {"settings": {"n_perm": 1000},
+              "runs": {model_name(v): {"tasks": {"phasebench_kv": {"512": e}}}
+                       for v, e in runs.items()}}  # fmt: skip
+    table = results_table(report, tuple(runs)).set_index("model")
+    assert table["phase effect"].to_dict() == {"full": "no", "mean-w8s4": "finding",
+                                               "gate-w8s2": "yes"}  # fmt: skip
+    assert table.loc["mean-w8s4", "p"] == "< 0.001" and table.loc["gate-w8s2", "p"] == "0.04"
+    legend = results_legend(tuple(runs))
+    for words in ("full: full attention", "window 8, stride 4", "mean pooling", "learned gate",
+                  "worst x-fit", "p < 0.001", "finding"):  # fmt: skip
+        assert words in legend, words
 
 
 @pytest.mark.slow

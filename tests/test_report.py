@@ -249,7 +249,8 @@ def test_report_reads_a_real_lm_eval_run(tmp_path, capsys, tiny_llama):
     printed = capsys.readouterr().out
     report = json.loads((tmp_path / "r.json").read_text())
     (run,) = report["runs"]
-    assert run == str(model)  # lm-eval's model_name from results_<date>.json
+    # lm-eval's model_name from results_<date>.json, a local path named by its last part
+    assert run == model.name
     entry = report["runs"][run]["tasks"]["phasebench_report_probe"]["1024"]
     assert entry["n_base"] == 16 and entry["modulus"] == 8
     direct = _direct_per_phase(log)

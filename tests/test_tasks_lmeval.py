@@ -96,6 +96,9 @@ def test_wrapper_runs_lm_eval_with_the_compact_metric_set(tiny_llama, tmp_path):
                    wrapper=True, extra=["--gen_kwargs", "max_gen_toks=4"])  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     results, samples = outputs(tmp_path / "out")
+    # a local model's run and output folder are named by its folder, not its whole path
+    assert [p.name for p in (tmp_path / "out").iterdir()] == [tiny_llama.name]
+    assert results["model_name"] == tiny_llama.name
     assert results["config"]["gen_kwargs"] == {"max_gen_toks": 4}
     assert len(samples["phasebench_kv"]) == 8 * 4
     table = results["results"]["phasebench_kv"]

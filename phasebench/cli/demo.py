@@ -36,7 +36,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from phasebench.demo import results_table, run_demo
+    from phasebench.demo import results_legend, results_table, run_demo
 
     def say(line: str) -> None:
         print(line, flush=True)
@@ -54,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
         f"(kv, {args.length} tokens, seed {args.seed}, percent):"
     )
     print(results_table(paths["report_data"]).to_string(index=False))
+    print(results_legend())
     print()
     print(f"report:  {paths['report']}  (phasebench report {paths['lm_eval']})")
     print(f"plots:   {Path(args.out) / 'plots'}")

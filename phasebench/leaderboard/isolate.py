@@ -47,6 +47,7 @@ PRELOAD = (
     "transformers.models.auto.tokenization_auto",
     "phasebench.leaderboard.validate",
     "phasebench.lmeval.tasks",
+    "phasebench.leaderboard.warm",  # the tokenizers several submissions share, loaded once
 )
 
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import jinja2
 
+from phasebench import metrics
 from phasebench._version import __version__
 from phasebench.atomic import check_replaceable, staged_folder
 from phasebench.errors import OutputError
@@ -78,13 +79,11 @@ def _ci(interval: Sequence[Any] | None, unit: str = "%") -> str:
 
 
 def _p(value: Any, n_perm: int | None = None) -> str:
-    """``p = 0.0123``; at the permutation floor ``1 / (1 + n_perm)`` (no shuffle reached the
-    observed gap) ``p < 1/n_perm``, e.g. ``p < 0.001`` for 1000 permutations."""
-    if value is None:
+    """``p = 0.0123``, or ``p < 0.001`` at the permutation floor (:func:`metrics.format_p`)."""
+    shown = metrics.format_p(value, n_perm)
+    if shown is None:
         return "p —"
-    if n_perm and value <= 1.0 / (1 + n_perm) * (1 + 1e-9):
-        return f"p < {1.0 / n_perm:.3g}"
-    return f"p = {value:.3g}"
+    return f"p {shown}" if shown.startswith("<") else f"p = {shown}"
 
 
 def _key(value: Any) -> str:

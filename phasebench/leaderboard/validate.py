@@ -47,7 +47,7 @@ import json
 import math
 import os
 import tempfile
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -348,7 +348,9 @@ def validate_all(
                 "read_limits": _asdict(read_limits),
             }
         # closing: a failure stops the validating processes still running before it propagates
-        with contextlib.closing(run_many(WORKER, requests.items(), limits, jobs)) as running:
+        shared = _shared_tokenizers([Path(r["folder"]) for r in requests.values()])
+        children = run_many(WORKER, requests.items(), limits, jobs)
+        with shared, contextlib.closing(children) as running:
             for name, answer in running:
                 if "failure" in answer:
                     raise MachineError(
@@ -375,6 +377,25 @@ def validate_all(
     )
     outcome.refused = sorted(outcome.refused + refusals, key=lambda item: item[0])
     return outcome
+
+
+@contextlib.contextmanager
+def _shared_tokenizers(folders: list[Path]) -> Iterator[None]:
+    """Name the tokenizers of this installation that several of ``folders`` use to the fork
+    server the validating processes come from, which loads them once (:mod:`.warm`)."""
+    from phasebench.leaderboard import warm
+
+    shared = warm.shared_tokenizers(warm.submission_meta(folders)) if len(folders) > 1 else []
+    before = os.environ.get(warm.ENV)
+    if shared:
+        os.environ[warm.ENV] = json.dumps(shared)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(warm.ENV, None)
+        else:
+            os.environ[warm.ENV] = before
 
 
 def default_jobs() -> int:

@@ -10,10 +10,12 @@ results tracker. Each is wrapped here, so an lm-eval upgrade is checked in one f
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -66,10 +68,16 @@ def check_version() -> str:
 # -- CLI --------------------------------------------------------------------------------------
 
 
-def run_cli(argv: Sequence[str], before: Callable[[Any], None] | None = None) -> Any:
+def run_cli(
+    argv: Sequence[str],
+    before: Callable[[Any], None] | None = None,
+    name: Callable[[Any], str | None] | None = None,
+) -> Any:
     """Parse ``argv`` with lm-eval's own parser (``lm_eval run ...``), let ``before`` inspect
-    and adjust the parsed namespace, then execute it as lm-eval's CLI would. Returns the
-    namespace (``output_path``, ``log_samples``, ...)."""
+    and adjust the parsed namespace, then execute it as lm-eval's CLI would. ``name`` may give
+    the run another model name than lm-eval's own (which names the results' ``model_name`` and
+    the output sub-folder after ``pretrained``, a whole absolute path for a local model).
+    Returns the namespace (``output_path``, ``log_samples``, ...)."""
     from lm_eval._cli.harness import HarnessCLI
     from lm_eval.utils import setup_logging
 
@@ -78,8 +86,32 @@ def run_cli(argv: Sequence[str], before: Callable[[Any], None] | None = None) ->
     namespace = cli._parser.parse_args(list(argv))
     if before is not None:
         before(namespace)
-    cli.execute(namespace)
+    with _model_name(name(namespace) if name is not None else None):
+        cli.execute(namespace)
     return namespace
+
+
+@contextmanager
+def _model_name(model_name: str | None) -> Iterator[None]:
+    """lm-eval's run tracker names the run ``model_name`` (and its output folder after it)."""
+    if not model_name:
+        yield
+        return
+    from lm_eval.loggers.evaluation_tracker import GeneralConfigTracker
+    from lm_eval.utils import sanitize_model_name
+
+    original = GeneralConfigTracker.log_experiment_args
+
+    def log_experiment_args(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        self.model_name = model_name
+        self.model_name_sanitized = sanitize_model_name(model_name)
+
+    GeneralConfigTracker.log_experiment_args = log_experiment_args
+    try:
+        yield
+    finally:
+        GeneralConfigTracker.log_experiment_args = original
 
 
 def run_legacy_cli() -> None:
@@ -162,10 +194,17 @@ def doc_hash(doc: Mapping[str, Any]) -> str:
 
 
 def apply_template(template: str, doc: Mapping[str, Any]) -> str:
-    """A ``doc_to_text`` jinja2 template rendered the way lm-eval renders it."""
-    from lm_eval.utils import apply_template as render
+    """A ``doc_to_text`` jinja2 template rendered the way lm-eval renders it (its own jinja2
+    environment, ``lm_eval.utils.apply_template``), each template compiled once rather than once
+    per sample."""
+    return _compiled(template).render(**dict(doc))
 
-    return render(template, dict(doc))
+
+@functools.lru_cache(maxsize=64)
+def _compiled(template: str) -> Any:
+    from lm_eval.utils import env  # the environment lm-eval's apply_template compiles with
+
+    return env.from_string(template)
 
 
 # -- running ----------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ from phasebench.lmeval.witness import (
     witnessed_backend,
 )
 from phasebench.resources import resource_dir
-from phasebench.samples import SAMPLES_NAME, served_label
+from phasebench.samples import MODEL_NAME_KEYS, SAMPLES_NAME, run_name, served_label
 
 #: lm-eval task name -> split family; the group ``phasebench`` runs all three.
 TASK_FAMILIES = {"phasebench_niah": "niah", "phasebench_kv": "kv", "phasebench_code": "code"}
@@ -259,7 +259,14 @@ def run_eval(argv: Sequence[str]) -> EvalOutput:
         seen.update(_samples_files(getattr(ns, "output_path", None)))
         prepare(ns)
 
-    ns = compat.run_cli(["run", *args, "--include_path", tasks_dir()], before=before)
+    def name(ns: Any) -> str | None:
+        """A local model's run is named by its GGUF file or folder, not its whole path."""
+        model_args = dict(ns.model_args or {})
+        ours = run_name(model_args)
+        lm_evals = next((str(model_args[k]) for k in MODEL_NAME_KEYS if model_args.get(k)), None)
+        return ours if ours != lm_evals else None
+
+    ns = compat.run_cli(["run", *args, "--include_path", tasks_dir()], before=before, name=name)
     output_path = getattr(ns, "output_path", None) or None
     after = _samples_files(output_path)
     written = sorted(f for f, mtime in after.items() if seen.get(f) != mtime)

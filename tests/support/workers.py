@@ -36,3 +36,10 @@ def exits(payload: Any) -> None:
 def imports_a_missing_module(payload: Any) -> None:
     """Import a module that is not installed (as validation would on an incomplete machine)."""
     import phasebench_no_such_module  # noqa: F401
+
+
+def never_answers(payload: Any) -> None:
+    """Wait without end and without using the CPU: a validation that outlasts any time limit,
+    whatever the machine's speed."""
+    while True:
+        time.sleep(60)
