@@ -119,3 +119,17 @@ def test_a_local_model_is_named_by_its_file_or_folder(tmp_path):
     (run_dir / "samples_phasebench_kv_2026-01-01T00-00-00.000000.jsonl").write_text("".join(lines))
     runs, _ = load_runs([run_dir])
     assert [r.name for r in runs] == [SMOLLM2_GGUF]
+
+
+def test_a_split_generated_at_task_load_shows_its_progress(tmp_path, monkeypatch, capsys):
+    """The split a task run needs is generated with a progress bar (on stderr, as `phasebench
+    generate` shows it); found in the cache the next time, it shows none."""
+    from phasebench.lmeval.data import resolve_split
+
+    monkeypatch.setenv("PHASEBENCH_CACHE", str(tmp_path / "cache"))
+    kwargs = {"tokenizer": "deepseek-v4", "max_seq_lengths": [256], "n_base": 16}
+    resolve_split("kv", **kwargs)
+    err = capsys.readouterr().err
+    assert "kv_256" in err and "128/128" in err and "prompt" in err, err
+    resolve_split("kv", **kwargs)
+    assert capsys.readouterr().err == ""

@@ -138,7 +138,7 @@ def cached_config(spec: SplitSpec, tok: PhaseTokenizer, root: Path | None = None
 
 
 def cached_split(
-    spec: SplitSpec, tok: PhaseTokenizer, root: Path | None = None
+    spec: SplitSpec, tok: PhaseTokenizer, root: Path | None = None, progress: bool = False
 ) -> tuple[Path, list[dict]]:
     """The cached config folder for ``spec`` and its rows, every row checked against the
     manifest's content hashes as it is read.
@@ -148,7 +148,8 @@ def cached_split(
     is renamed into place: an interrupted run leaves nothing a later run could mistake for data.
     An entry that does not check (edited rows, a lost manifest, a half-written folder, another
     spec or tokenizer) is removed and built again; nothing outside the cache's own ``splits``
-    folder is ever removed, and a symbolic link there is unlinked, never followed.
+    folder is ever removed, and a symbolic link there is unlinked, never followed. With
+    ``progress`` a split being generated shows a progress bar on stderr.
     """
     splits = Path(root or cache_root()) / "splits"
     text = json.dumps(
@@ -162,7 +163,7 @@ def cached_split(
     if rows is not None:
         return folder, rows
     _discard(final, splits)
-    _build_entry(spec, tok, splits, final, key)
+    _build_entry(spec, tok, splits, final, key, progress)
     rows = _checked_rows(final, spec, tok)
     if rows is None:
         raise SplitError(f"the cache entry {str(final)!r} does not check after it was rebuilt")
@@ -200,14 +201,16 @@ def _discard(entry: Path, splits: Path) -> None:
     shutil.rmtree(trash, ignore_errors=True)
 
 
-def _build_entry(spec: SplitSpec, tok: PhaseTokenizer, splits: Path, final: Path, key: str) -> None:
+def _build_entry(
+    spec: SplitSpec, tok: PhaseTokenizer, splits: Path, final: Path, key: str, progress: bool
+) -> None:
     from phasebench.build import generate
 
     tmp = splits / f".tmp-{spec.config_name}-{key}-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.parent.mkdir(parents=True, exist_ok=True)
     try:
-        generate([spec], tmp, progress=False, tokenizer=tok)
+        generate([spec], tmp, progress=progress, tokenizer=tok)
         try:
             os.replace(tmp, final)
         except OSError:  # another process finished the same split first
@@ -269,7 +272,8 @@ def resolve_split(family: str, **kwargs: Any) -> LoadedSplit:
         folders = prebuilt_folders(str(kwargs["dataset_path"]), family, _lengths(kwargs), tok)
         per_config = [list(iter_rows(folder, check=True)) for folder in folders]
     else:
-        cached = [cached_split(spec, tok) for spec in split_specs(family, kwargs)]
+        # a split generated here shows its progress (on stderr), as `phasebench generate` does
+        cached = [cached_split(spec, tok, progress=True) for spec in split_specs(family, kwargs)]
         folders = [folder for folder, _ in cached]
         per_config = [rows for _, rows in cached]
     manifests = tuple(read_manifest(f) for f in folders)
