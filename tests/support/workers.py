@@ -43,3 +43,15 @@ def never_answers(payload: Any) -> None:
     whatever the machine's speed."""
     while True:
         time.sleep(60)
+
+
+def encodes_with_a_shared_tokenizer(payload: dict[str, Any]) -> dict[str, Any]:
+    """Encode a batch (in parallel where the environment allows) with a tokenizer the fork
+    server loaded (:mod:`phasebench.leaderboard.warm`); say whether it came loaded."""
+    from phasebench import tokenization
+    from phasebench.leaderboard.regenerate import validation_tokenizer
+
+    loaded = tokenization._load_cached.cache_info().currsize
+    tok = validation_tokenizer(payload["name"], payload["args"])
+    encoded = tok.backend.encode_batch(["key: value\n" * 200] * 256)
+    return {"loaded_before": loaded, "encoded": len(encoded)}
