@@ -25,7 +25,7 @@ from typing import Any
 
 from phasebench import metrics
 from phasebench._version import __version__
-from phasebench.atomic import atomic_write_text
+from phasebench.atomic import FileSet, atomic_files, atomic_write_text
 from phasebench.errors import SamplesError
 from phasebench.rows import config_length, row_problem
 from phasebench.samples import (
@@ -539,17 +539,27 @@ def comparison_frame(report: dict[str, Any]):
     return frame.sort_values(["task", "length", "run"], kind="stable")
 
 
-def write_json(report: dict[str, Any], path: str | Path) -> Path:
-    """Write the report atomically (temp file in the same folder, then rename)."""
+def write_json(report: dict[str, Any], path: str | Path, files: FileSet | None = None) -> Path:
+    """Write the report atomically (temp file in the same folder, then rename), or as one file
+    of the set ``files`` (:func:`phasebench.atomic.atomic_files`)."""
     text = json.dumps(report, indent=2, sort_keys=True, allow_nan=False) + "\n"
+    if files is not None:
+        return files.add_text(Path(path), text)
     return atomic_write_text(Path(path), text)
 
 
-def write_plots(report: dict[str, Any], folder: str | Path) -> list[Path]:
-    """Phase-profile plots (and code heat strips) as PNG and SVG, byte-identical per report."""
+def write_plots(
+    report: dict[str, Any], folder: str | Path, files: FileSet | None = None
+) -> list[Path]:
+    """Phase-profile plots (and code heat strips) as PNG and SVG, byte-identical per report:
+    all of them or none (a full disk leaves no partial set), with ``files`` as part of that
+    larger set."""
     from phasebench.plots import plot_report
 
-    return plot_report(report, Path(folder))
+    if files is not None:
+        return plot_report(report, Path(folder), files)
+    with atomic_files() as own:
+        return plot_report(report, Path(folder), own)
 
 
 def merge_reports(

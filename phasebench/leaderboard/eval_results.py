@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from phasebench.atomic import staged_folder
+from phasebench.atomic import atomic_write_text, staged_folder
 from phasebench.errors import OutputError
 from phasebench.hub.benchmark import task_id
 from phasebench.specs import FAMILIES
@@ -132,7 +132,5 @@ def export_eval_results(
             parsed = parse_eval_result_entries(yaml.safe_load(text))
             if len(parsed) != len(entries):
                 raise OutputError(f"{rel} does not read back as eval results")
-            path = staging / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
+            atomic_write_text(staging / rel, text)
     return sorted(p for p in out.rglob("*.yaml") if FOLDER in p.parts)

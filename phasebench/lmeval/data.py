@@ -12,17 +12,20 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
-import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from phasebench._version import GENERATOR_VERSION
+from phasebench.atomic import remove_entry, staged_folder
 from phasebench.errors import EvalError, SpecError, SplitError, TokenizerError
 from phasebench.specs import FAMILIES, TOKENIZER_ARG_NAMES, SplitSpec
 from phasebench.tokenization import PhaseTokenizer, encoding_difference, load_tokenizer
+
+log = logging.getLogger(__name__)
 
 DEFAULT_LENGTHS = (4096,)
 DEFAULT_MODULUS = 8
@@ -158,8 +161,16 @@ def cached_split(
     rows = _checked_rows(final, spec, tok)
     if rows is not None:
         return folder, rows
+    if final.exists() or final.is_symlink():
+        log.warning(
+            "the cached split %s does not check against its key (edited, incomplete or "
+            "another spec or tokenizer); building it again",
+            final,
+        )
+    else:
+        log.info("generating %s for this tokenizer into the cache %s", spec.config_name, splits)
     _discard(final, splits)
-    _build_entry(spec, tok, splits, final, key)
+    _build_entry(spec, tok, final)
     rows = _checked_rows(final, spec, tok)
     if rows is None:
         raise SplitError(f"the cache entry {str(final)!r} does not check after it was rebuilt")
@@ -184,34 +195,17 @@ def _checked_rows(final: Path, spec: SplitSpec, tok: PhaseTokenizer) -> list[dic
 
 def _discard(entry: Path, splits: Path) -> None:
     """Remove one cache entry (only ever a direct child of the cache's ``splits`` folder)."""
-    if entry.parent != splits or not (entry.exists() or entry.is_symlink()):
-        return
-    if entry.is_symlink() or not entry.is_dir():
-        entry.unlink(missing_ok=True)
-        return
-    trash = splits / f".trash-{entry.name}-{os.getpid()}"
-    try:
-        os.replace(entry, trash)
-    except FileNotFoundError:  # another process discarded it first
-        return
-    shutil.rmtree(trash, ignore_errors=True)
+    if entry.parent == splits:
+        remove_entry(entry, splits)
 
 
-def _build_entry(spec: SplitSpec, tok: PhaseTokenizer, splits: Path, final: Path, key: str) -> None:
+def _build_entry(spec: SplitSpec, tok: PhaseTokenizer, final: Path) -> None:
+    """Generate the entry beside ``final`` and rename it into place; when another process put
+    the same entry there first, its copy is kept (equal by construction, and checked)."""
     from phasebench.build import generate
 
-    tmp = splits / f".tmp-{spec.config_name}-{key}-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        generate([spec], tmp, progress=False, tokenizer=tok)
-        try:
-            os.replace(tmp, final)
-        except OSError:  # another process finished the same split first
-            if not (final / spec.config_name / "manifest.json").exists():
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    with staged_folder(final, keep_existing=True) as staging:
+        generate([spec], staging, progress=False, tokenizer=tok)
 
 
 def prebuilt_folders(
