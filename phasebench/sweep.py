@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from phasebench.atomic import check_replaceable, make_folder, staged_folder
-from phasebench.demo import RUNS_MARKER, evaluate_models, generate_split, model_name
+from phasebench.demo import RUNS_MARKER, eval_threads, evaluate_models, generate_split, model_name
 from phasebench.errors import PhasebenchError
 from phasebench.reference import (
     CONTROL,
@@ -116,7 +116,7 @@ def run_sweep(
     say(f"[2/4] kv split: {n_base} base items x {SWEEP_MODULUS} phases at {length} tokens")
     splits = generate_split(out / "splits", length, n_base, seed=seed, modulus=SWEEP_MODULUS)
     say(f"[3/4] lm-eval on {len(variants)} models (hf backend, phasebench_kv)")
-    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+    torch.set_num_threads(eval_threads())
     with staged_folder(runs_dir, marker=RUNS_MARKER) as staging:
         evaluate_models(
             splits, staging, length, variants=variants, on_event=on_event, folders=folders
