@@ -160,7 +160,7 @@ def run_demo(
 
     from phasebench.report import build_report, load_runs, write_json, write_plots
 
-    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+    torch.set_num_threads(eval_threads())
     say = on_event or (lambda line: None)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -188,6 +188,15 @@ def run_demo(
         "site": str(site),
         "report_data": report,
     }
+
+
+def eval_threads() -> int:
+    """Torch threads for the in-process evaluation: ``OMP_NUM_THREADS`` when set (a caller that
+    shares the machine says so there), else up to two cores."""
+    try:
+        return max(1, int(os.environ["OMP_NUM_THREADS"]))
+    except (KeyError, ValueError):
+        return max(1, min(2, os.cpu_count() or 1))
 
 
 def results_table(report: dict[str, Any], variants: tuple[str, ...] = DEMO_VARIANTS):

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from phasebench.demo import evaluate_models, generate_split, model_name
+from phasebench.demo import eval_threads, evaluate_models, generate_split, model_name
 from phasebench.errors import PhasebenchError
 from phasebench.reference import (
     CONTROL,
@@ -115,7 +115,7 @@ def run_sweep(
     say(f"[2/4] kv split: {n_base} base items x {SWEEP_MODULUS} phases at {length} tokens")
     splits = generate_split(out / "splits", length, n_base, seed=seed, modulus=SWEEP_MODULUS)
     say(f"[3/4] lm-eval on {len(variants)} models (hf backend, phasebench_kv)")
-    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+    torch.set_num_threads(eval_threads())
     runs_dir = out / "lm_eval"
     shutil.rmtree(runs_dir, ignore_errors=True)
     evaluate_models(splits, runs_dir, length, variants=variants, on_event=on_event, folders=folders)

@@ -13,6 +13,14 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# Under pytest-xdist each worker gets its share of the cores for torch's thread pools (and the
+# lm-eval subprocesses it starts inherit it): two workers each running two OpenMP threads on two
+# cores spend their time waiting on one another.
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+if _WORKERS > 1:
+    _SHARE = str(max(1, (os.cpu_count() or 1) // _WORKERS))
+    for _name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(_name, _SHARE)
 
 from phasebench.tokenization import PhaseTokenizer, load_tokenizer  # noqa: E402
 from support.models import SMOLLM2_GGUF, make_tiny_llama, smollm2_folder  # noqa: E402

@@ -10,8 +10,10 @@ import gzip
 import io
 import json
 import os
+import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -394,3 +396,87 @@ def test_eval_arguments_of_the_wrong_type_are_one_line():
     assert split_specs("kv", {"tokenizer": "deepseek-v4", "phase_modulus": "4",
                               "max_seq_lengths": [256]})[0].modulus == 4  # fmt: skip
     assert model_max_length({"max_length": "4096"}, "hf") == 4096
+
+
+# -- 6 (second round). a push to a Hub that refuses, babbles or never answers ---------------------
+
+
+def _listener(answer: bytes | None) -> tuple[socket.socket, int]:
+    """A server on 127.0.0.1 that reads each request and sends ``answer`` (None: accepts the
+    connection and never answers)."""
+    server = socket.create_server(("127.0.0.1", 0))
+    held: list[socket.socket] = []
+
+    def loop() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            held.append(conn)
+            if answer is not None:
+                with contextlib.suppress(OSError):
+                    conn.recv(1 << 16)
+                    conn.sendall(answer)
+                    conn.close()
+
+    threading.Thread(target=loop, daemon=True).start()
+    return server, server.getsockname()[1]
+
+
+def _refused_port() -> int:
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        return server.getsockname()[1]
+
+
+@pytest.mark.parametrize(
+    ("answer", "words"),
+    [
+        ("refused", ["Connection refused"]),
+        (b"\x00\xffnot http at all\r\n\r\n", ["push to 'ORG/NAME' failed"]),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\nContent-Type: application/json\r\n\r\n"
+         b"not json!", ["push to 'ORG/NAME' failed"]),
+        (b'HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: application/json\r\n\r\n[]',
+         ["push to 'ORG/NAME' failed"]),
+        (None, ["no answer within 0.5 s"]),
+    ],
+    ids=["refused", "not http", "not json", "wrong json", "never answers"],
+)  # fmt: skip
+def test_push_to_a_hub_that_fails_is_one_line(built, tmp_path, monkeypatch, answer, words):
+    """``publish --push`` against a refused port, an answer that is not the Hub's, and a Hub
+    that accepts the connection and never answers (which waited forever: huggingface_hub's
+    client sets no timeout): one line, exit 2, the folder built."""
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(constants, "HF_HUB_DISABLE_XET", True)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    monkeypatch.setenv("HF_TOKEN", "hf_test")
+    server = None
+    if answer == "refused":
+        port = _refused_port()
+    else:
+        server, port = _listener(answer)
+    out = tmp_path / "repo"
+    try:
+        code, _, err = run(["publish", str(built.parent), "--out", str(out), "--repo-id",
+                            "ORG/NAME", "--push", "--endpoint", f"http://127.0.0.1:{port}",
+                            "--timeout", "0.5"])  # fmt: skip
+    finally:
+        if server is not None:
+            server.close()
+    assert_one_line(code, err, *words)
+    assert (out / "phasebench.json").is_file()
+
+
+# -- 6 (second round). leaderboard pack on samples that are not lm-eval's -------------------------
+
+
+@pytest.mark.parametrize("doc", ["a string", ["a", "b"], [["id", "x"]], None, 7])
+def test_pack_refuses_a_doc_that_is_not_an_object_in_one_line(tmp_path, doc):
+    """A sample whose ``doc`` is a string (a list of pairs was silently turned into a mapping
+    by ``dict()``) is refused with the file and the sample's number."""
+    source = _samples(tmp_path / "lm-eval", [_line(_doc(), 1.0), _line(doc, 1.0)])
+    (source / "results_2026-01-01T00-00-00.000000.json").write_text("{}")
+    code, _, err = run(["leaderboard", "pack", str(source), "--out", str(tmp_path / "packed")])
+    assert_one_line(code, err, "sample 2", "'doc' must be a JSON object")

@@ -388,3 +388,40 @@ def test_inspect_escapes_control_and_bidi_characters(config, capsys):
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\u202e" not in out and "\x9b" not in out and "\x07" not in out
     assert "\\x1b]0;owned\\x07" in out and "\\u202e" in out
+
+
+# -- 3 (second round). repo_problems, what a push checks, reads every file bounded -----------------
+
+
+def _link_manifest(repo: Path) -> None:
+    (repo / CONFIG / "manifest.json").unlink()
+    (repo / CONFIG / "manifest.json").symlink_to("/etc/passwd")
+
+
+REPO_DAMAGE = {
+    "manifest-huge": (lambda r: (r / CONFIG / "manifest.json").write_bytes(b" " * (17 << 20)),
+                      "larger than"),
+    "manifest-garbage": (lambda r: (r / CONFIG / "manifest.json").write_text("{not json"),
+                         "not a readable manifest"),
+    "manifest-no-spec": (lambda r: (r / CONFIG / "manifest.json").write_text(json.dumps(
+        {**json.loads((r / CONFIG / "manifest.json").read_text()), "spec": {}})),
+                         "does not name a family"),
+    "manifest-passwd": (_link_manifest, "symbolic links"),
+    "card-huge": (lambda r: (r / "README.md").write_bytes(b"-" * (17 << 20)), "larger than"),
+    "card-not-utf8": (lambda r: (r / "README.md").write_bytes(b"---\n\xff\xfe\n---\n"), "utf-8"),
+    "eval-huge": (lambda r: (r / "eval.yaml").write_bytes(b"#" * (17 << 20)), "larger than"),
+    "data-grown": (lambda r: _parquet(r / CONFIG).open("ab").write(b"\0" * 8), "-byte file"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(REPO_DAMAGE))
+def test_repo_problems_reads_a_damaged_folder_bounded(repo, case):
+    """The files of a dataset folder are read with a size bound, never through a link, and a
+    manifest that is not one is a listed problem, not a ``JSONDecodeError``."""
+    from phasebench.hub import repo_problems
+
+    damage, words = REPO_DAMAGE[case]
+    damage(repo)
+    problems = repo_problems(repo)
+    assert problems and all("\n" not in p for p in problems), problems
+    assert any(words in p for p in problems), problems

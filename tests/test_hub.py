@@ -359,6 +359,7 @@ def test_published_configs_read_like_generated_ones(repo, generated):
         ("card_number", "differs from the card rendered"),
         ("card_config", "declares configs"),
         ("swap_files", "stored content hash does not match"),
+        ("grown_file", "not the"),
         ("drop_file", "missing"),
         ("manifest", "changed since the folder was built"),
         ("extra_file", "not part of the published configs"),
@@ -376,10 +377,14 @@ def test_inconsistent_folder_is_refused(repo, tmp_path, tamper, problem, hub_ser
         card.write_text(
             card.read_text().replace(f"config_name: {second['name']}", "config_name: x")
         )
-    elif tamper == "swap_files":
-        (bad / first["files"][0]["path"]).write_bytes(
-            (bad / second["files"][0]["path"]).read_bytes()
-        )
+    elif tamper == "swap_files":  # with the index's size updated, so the bytes are read
+        swapped = bad / first["files"][0]["path"]
+        swapped.write_bytes((bad / second["files"][0]["path"]).read_bytes())
+        first["files"][0]["size"] = swapped.stat().st_size
+        (bad / "phasebench.json").write_text(json.dumps(index))
+    elif tamper == "grown_file":  # refused by its size, before any of it is read
+        with open(bad / first["files"][0]["path"], "ab") as f:
+            f.write(b"\0" * 4096)
     elif tamper == "drop_file":
         (bad / first["files"][0]["path"]).unlink()
     elif tamper == "manifest":

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from phasebench.cli import _args
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     from phasebench.cli import HelpFormatter
@@ -32,6 +34,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     pub.add_argument("--private", action="store_true", help="create the repository private")
     pub.add_argument(
         "--endpoint", default=None, help="Hub endpoint (default: HF_ENDPOINT or the public Hub)"
+    )
+    pub.add_argument(
+        "--timeout",
+        type=_args.positive_float,
+        default=None,
+        metavar="SECONDS",
+        help="seconds to wait for the Hub to connect and for each answer (default: 60)",
     )
     pub.set_defaults(run=run)
 
@@ -67,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
             create_pr=args.create_pr,
             private=True if args.private else None,
             endpoint=args.endpoint,
+            **({"timeout": args.timeout} if args.timeout is not None else {}),
         )
         print(f"pushed: {info.pr_url or info.commit_url}")
     return 0

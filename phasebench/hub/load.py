@@ -11,7 +11,7 @@ from phasebench import build
 from phasebench.build import MANIFEST, content_hash, read_manifest
 from phasebench.errors import HubError, SplitError, TokenizerError
 from phasebench.hub.naming import CARD, INDEX, SPLIT, is_repo_id
-from phasebench.hub.repo import MAX_INDEX_BYTES, parse_index, read_index
+from phasebench.hub.repo import MAX_CARD_BYTES, MAX_INDEX_BYTES, parse_index, read_index
 
 if TYPE_CHECKING:
     import datasets
@@ -128,10 +128,6 @@ def select_configs(
         )
         raise HubError(f"{text!r} holds no config {what}".rstrip())
     return selected
-
-
-#: Largest data card read (``datasets`` parses its YAML header whole).
-MAX_CARD_BYTES = 16 * 1024 * 1024
 
 
 def _check_file_sizes(folder: Path, entry: dict) -> None:

@@ -48,10 +48,17 @@ def hub_config_name(
 
 
 def manifest_config_name(manifest: dict) -> str:
-    spec = manifest["spec"]
-    return hub_config_name(
-        spec["family"], spec["length"], spec["tokenizer"], spec.get("tokenizer_args") or {}
-    )
+    """The Hub config a manifest's spec describes; :class:`HubError` when the spec lacks its
+    family, length or tokenizer."""
+    spec = manifest.get("spec") if isinstance(manifest, dict) else None
+    try:
+        return hub_config_name(
+            spec["family"], spec["length"], spec["tokenizer"], spec.get("tokenizer_args") or {}
+        )
+    except (KeyError, TypeError, AttributeError):
+        raise HubError(
+            "the manifest's spec does not name a family, a length and a tokenizer"
+        ) from None
 
 
 def file_sha256(path: Path) -> str:

@@ -23,7 +23,7 @@ from phasebench import build
 from phasebench._version import __version__
 from phasebench.atomic import check_writable_dir, staged_folder
 from phasebench.build import HASH_KEY, MANIFEST, content_hash, read_manifest
-from phasebench.errors import HubError
+from phasebench.errors import HubError, SplitError
 from phasebench.families import names as family_names
 from phasebench.hub.benchmark import EVAL_FILE, render_eval_yaml
 from phasebench.hub.card import render_card
@@ -225,6 +225,23 @@ def build_repo(
 
 #: Largest ``phasebench.json`` read (a folder of thousands of configs stays far below it).
 MAX_INDEX_BYTES = 16 * 1024 * 1024
+#: Largest data card (``README.md``) or ``eval.yaml`` read (``datasets`` parses the card's YAML
+#: header whole).
+MAX_CARD_BYTES = 16 * 1024 * 1024
+
+
+def read_bounded(path: Path, limit: int, what: str) -> bytes:
+    """At most ``limit`` bytes of the regular file ``path`` (never more is read, whatever its
+    size says or becomes), or a one-line :class:`HubError` naming ``what`` it should be."""
+    if path.is_symlink() or not path.is_file():
+        raise HubError(f"{path}: not a regular file (symbolic links are refused); not {what}")
+    with path.open("rb") as f:
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise HubError(f"{path} is larger than {limit} bytes; not {what}")
+    return data
+
+
 #: A Hub config name (``^\w+(\.\w+)*$``, ASCII): never a path, never ``..``.
 CONFIG_NAME = re.compile(r"^\w+(\.\w+)*$", re.ASCII)
 
@@ -238,9 +255,7 @@ def read_index(repo_dir: Path | str) -> dict:
             f"{str(repo_dir)!r} is not a phasebench dataset folder (no {INDEX}); "
             f"build one with `phasebench publish`"
         )
-    if path.stat().st_size > MAX_INDEX_BYTES:
-        raise HubError(f"{path} is larger than {MAX_INDEX_BYTES} bytes; not a phasebench index")
-    return parse_index(path.read_bytes(), str(path))
+    return parse_index(read_bounded(path, MAX_INDEX_BYTES, "a phasebench index"), str(path))
 
 
 def parse_index(data: bytes, where: str) -> dict:
@@ -335,12 +350,18 @@ def repo_problems(repo_dir: Path | str, *, deep: bool = True) -> list[str]:
         if not mpath.is_file():
             problems.append(f"{c['manifest']}: missing")
             continue
-        mbytes = mpath.read_bytes()
-        if hashlib.sha256(mbytes).hexdigest() != c["manifest_sha256"]:
+        try:
+            mbytes = read_bounded(mpath, build.MAX_MANIFEST_BYTES, "a manifest")
+            manifest = read_manifest(mpath.parent)
+            described = manifest_config_name(manifest)
+        except (HubError, SplitError) as exc:
+            problems.append(f"{c['manifest']}: {exc}")
+            continue
+        if hashlib.sha256(mbytes).hexdigest() != c.get("manifest_sha256"):
             problems.append(f"{c['manifest']}: changed since the folder was built")
-        manifest = manifests[name] = json.loads(mbytes)
-        if manifest_config_name(manifest) != name:
-            problems.append(f"{c['manifest']}: describes {manifest_config_name(manifest)!r}")
+        manifests[name] = manifest
+        if described != name:
+            problems.append(f"{c['manifest']}: describes {described!r}")
         if [f["path"] for f in c["files"]] != [f"{name}/{e['path']}" for e in manifest["files"]]:
             problems.append(f"{name}: data files do not match the manifest's file list")
             continue
@@ -351,6 +372,9 @@ def repo_problems(repo_dir: Path | str, *, deep: bool = True) -> list[str]:
         for f, entry in zip(c["files"], manifest["files"], strict=True):
             expected_files.add(f["path"])
             path = repo / f["path"]
+            if path.is_symlink() or (path.is_file() and path.stat().st_size != f["size"]):
+                problems.append(f"{f['path']}: not the {f['size']}-byte file the index lists")
+                continue
             found = _check_parquet(path, entry, f["path"], deep=deep)
             if not found and file_sha256(path) != f["sha256"]:
                 found.append(f"{f['path']}: file bytes differ from the index")
@@ -368,7 +392,11 @@ def repo_problems(repo_dir: Path | str, *, deep: bool = True) -> list[str]:
     if not card_path.is_file():
         return [f"{CARD}: missing"]
     try:
-        card = DatasetCard.load(card_path)
+        card_text = read_bounded(card_path, MAX_CARD_BYTES, "a data card").decode("utf-8")
+    except (HubError, UnicodeDecodeError) as exc:
+        return [f"{CARD}: {str(exc).splitlines()[0][:200]}"]
+    try:
+        card = DatasetCard(card_text)
         declared = MetadataConfigs.from_dataset_card_data(card.data)
         infos = DatasetInfosDict.from_dataset_card_data(card.data)
         default = declared.get_default_config_name()
@@ -387,14 +415,17 @@ def repo_problems(repo_dir: Path | str, *, deep: bool = True) -> list[str]:
             problems.append(f"{CARD}: dataset_info of {c['name']!r} does not say {c['rows']} rows")
     if default != index["default_config"]:
         problems.append(f"{CARD}: default config is {default!r}, not {index['default_config']!r}")
-    if not problems and card_path.read_text(encoding="utf-8") != render_card(
-        index, manifests, schemas
-    ):
+    if not problems and card_text != render_card(index, manifests, schemas):
         problems.append(f"{CARD}: differs from the card rendered from the manifests")
     eval_path = repo / EVAL_FILE
     if not eval_path.is_file():
         problems.append(f"{EVAL_FILE}: missing (the Hub reads it to list the benchmark's tasks)")
-    elif eval_path.read_text(encoding="utf-8") != render_eval_yaml(index):
+        return problems
+    try:
+        eval_bytes = read_bounded(eval_path, MAX_CARD_BYTES, f"the benchmark's {EVAL_FILE}")
+    except HubError as exc:
+        return [*problems, f"{EVAL_FILE}: {exc}"]
+    if eval_bytes != render_eval_yaml(index).encode("utf-8"):
         problems.append(f"{EVAL_FILE}: differs from the one written from the index")
     return problems
 

@@ -36,9 +36,15 @@ PACK_LIMITS = ReadLimits(max_bytes=64 << 30, max_line_bytes=256 << 20, max_secon
 
 def pack_record(record: dict) -> dict:
     """One sample without its long text; ``resps`` is dropped when ``filtered_resps`` holds the
-    same responses (lm-eval logs both)."""
+    same responses (lm-eval logs both). A record whose ``doc`` is not a JSON object is not
+    lm-eval's: :class:`SamplesError`."""
+    if not isinstance(record.get("doc"), dict):
+        raise SamplesError(
+            f"'doc' must be a JSON object (got {type(record.get('doc')).__name__}); "
+            f"pack lm-eval's own --log_samples output"
+        )
     out = {k: v for k, v in record.items() if k not in DROPPED_KEYS}
-    doc = dict(record.get("doc") or {})
+    doc = dict(record["doc"])
     packed = [k for k, v in doc.items() if isinstance(v, str) and len(v) > PACK_MIN_CHARS]
     for name in packed:
         doc[name] = None
@@ -81,11 +87,14 @@ def pack(source: Path | str, out: Path | str, submission: Path | str | None = No
             written.append(out / path.name)
         match = SAMPLES_NAME.match(path.name)
         if match and not path.name.endswith(".gz"):
+            lines = []
             try:
-                lines = [
-                    json.dumps(pack_record(r), ensure_ascii=False, separators=(",", ":"))
-                    for r in iter_samples(path, PACK_LIMITS)
-                ]
+                for number, record in enumerate(iter_samples(path, PACK_LIMITS), 1):
+                    try:
+                        packed = pack_record(record)
+                    except SamplesError as exc:
+                        raise SamplesError(f"{path}: sample {number}: {exc}") from None
+                    lines.append(json.dumps(packed, ensure_ascii=False, separators=(",", ":")))
             except Refused as exc:
                 raise SamplesError(exc.problem.line()) from None
             target = out / (path.name + ".gz")
