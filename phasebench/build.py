@@ -109,7 +109,7 @@ class _Job:
 
     def schema(self) -> pa.Schema:
         axis = LENGTH_PHASE_FIELDS if self.spec.length_phases else []
-        return row_schema([*self.family.EXTRA_FIELDS, *axis])
+        return row_schema([*self.family.extra_fields, *axis])
 
 
 _ACTIVE: _Job | None = None  # set before forking workers, read by _write_chunk

@@ -31,7 +31,7 @@ def plot_report(report: dict[str, Any], folder: Path, files: FileSet | None = No
                     stem = _slug(f"{run}__{task}__{length}")
                     fig = _profile_figure(run, task, length, entry)
                     written += _save(fig, folder, f"{stem}.profile", files)
-                    if "code" in entry:
+                    if "margin_sweeps" in entry:
                         fig = _margin_figure(run, task, length, entry)
                         written += _save(fig, folder, f"{stem}.margin", files)
     return written
@@ -123,7 +123,7 @@ def _margin_figure(run: str, task: str, length: str, e: dict[str, Any]):
     import matplotlib.pyplot as plt
     import numpy as np
 
-    code = e["code"]
+    code = e["margin_sweeps"]
     grid = np.array(
         [[np.nan if v is None else v for v in row] for row in code["margins"]], dtype=float
     )

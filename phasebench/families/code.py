@@ -15,7 +15,7 @@ token per step. The step is measured on this tokenizer (``========`` can be one 
 character is not a token), the seams between the blocks are proved additive with
 :func:`~phasebench.tokenization.check_seams`, and whole prompts are re-encoded on the exact path.
 
-Items come from the jinja2 templates under ``generators/code/<family>/`` (``defs.j2``, ``use.j2``),
+Items come from the item templates under ``generators/code/<template>/`` (``defs.j2``, ``use.j2``),
 with identifiers and constants drawn per item. An item whose right answer or distractor is not a
 single token in the context of its prompt, or that repeats an earlier item, is redrawn from the
 next stream of the same item (after :data:`NARROW_AFTER` failures with single-digit answers only,
@@ -41,6 +41,7 @@ import yaml
 
 from phasebench import templates
 from phasebench.errors import AssemblyError, SpecError
+from phasebench.families import Family
 from phasebench.placement import TOLERANCE, assign_residues, phase_stats
 from phasebench.rng import derive_rng
 from phasebench.specs import SplitSpec
@@ -58,7 +59,7 @@ STYLES = (
 STYLE_NAMES = tuple(s[0] for s in STYLES)
 #: Padding lengths per unit, one token apart.
 SWEEP = 16
-#: Streams tried per item before the template family is declared unusable for the tokenizer.
+#: Streams tried per item before its item template is declared unusable for the tokenizer.
 MAX_ATTEMPTS = 64
 #: From this attempt on, an item draws single-digit answers only (``FP8`` vs ``FP4``, 8 heads vs
 #: 2): tokenizers that split numbers into digits (Llama, SmolLM2) cannot score ``32`` as one token.
@@ -67,6 +68,12 @@ NARROW_AFTER = 8
 MAX_PAD_CHARS = 1 << 13
 #: Padding lengths measured per tokenizer call.
 PAD_WINDOW = 64
+
+#: Rows one code item renders to (padding styles x padding lengths), and the tokens a prompt holds
+#: besides its ``length`` of unrelated code (the item and its padding, rounded up), for the
+#: budget estimate made before anything is planned.
+ROWS_PER_ITEM = len(STYLES) * SWEEP
+ITEM_TOKENS = 1024
 
 EXTRA_FIELDS: tuple[tuple[str, pa.DataType], ...] = (
     ("item_id", pa.string()),
@@ -274,7 +281,7 @@ _DRAW = {"cast": _draw_cast, "bits": _draw_bits, "block": _draw_block, "heads": 
 @dataclass(frozen=True)
 class Item:
     index: int
-    family: str
+    template: str
     defs: str  # definitions the answer depends on
     use: str  # the code that ends exactly at the completion point
     right: str
@@ -283,13 +290,13 @@ class Item:
 
     @property
     def item_id(self) -> str:
-        return f"{self.family}-{self.index:04d}"
+        return f"{self.template}-{self.index:04d}"
 
 
-def render_item(family: str, values: dict) -> tuple[str, str]:
+def render_item(template: str, values: dict) -> tuple[str, str]:
     return (
-        templates.render(f"code/{family}/defs.j2", **values),
-        templates.render(f"code/{family}/use.j2", **values),
+        templates.render(f"code/{template}/defs.j2", **values),
+        templates.render(f"code/{template}/use.j2", **values),
     )
 
 
@@ -306,11 +313,11 @@ def draw_items(spec: SplitSpec, tok: PhaseTokenizer) -> tuple[list[Item], Counte
     seen: set[str] = set()
     reasons: Counter = Counter()
     for i in range(spec.n_base):
-        family = TEMPLATES[i % len(TEMPLATES)]
+        template = TEMPLATES[i % len(TEMPLATES)]
         for attempt in range(MAX_ATTEMPTS):
             narrow = attempt >= NARROW_AFTER
-            values = _DRAW[family](derive_rng(spec.seed, "code", "item", i, attempt), narrow)
-            defs, use = render_item(family, values)
+            values = _DRAW[template](derive_rng(spec.seed, "code", "item", i, attempt), narrow)
+            defs, use = render_item(template, values)
             right, distractor = str(values["right"]), str(values["distractor"])
             if defs + use in seen:
                 reasons["duplicate"] += 1
@@ -319,14 +326,14 @@ def draw_items(spec: SplitSpec, tok: PhaseTokenizer) -> tuple[list[Item], Counte
                 single_token_continuation(tok, use, right)
                 and single_token_continuation(tok, use, distractor)
             ):
-                reasons[f"multi_token_answer:{family}"] += 1
+                reasons[f"multi_token_answer:{template}"] += 1
                 continue
             seen.add(defs + use)
-            items.append(Item(i, family, defs, use, right, distractor, attempt + 1))
+            items.append(Item(i, template, defs, use, right, distractor, attempt + 1))
             break
         else:
             raise AssemblyError(
-                f"tokenizer {tok.name!r}: no '{family}' code item with single-token answers in "
+                f"tokenizer {tok.name!r}: no '{template}' code item with single-token answers in "
                 f"{MAX_ATTEMPTS} draws"
             )
     return items, reasons
@@ -541,12 +548,12 @@ def seam_samples(p: CodePlan) -> list[list[str]]:
 
 
 def opening_samples(p: CodePlan) -> list[list[str]]:
-    """Every padding length of every style, opening a prompt before each template family's
+    """Every padding length of every style, opening a prompt before each item template's
     definitions, for :func:`check_seams`."""
     seqs: list[list[str]] = []
     firsts = {}
     for item in p.items:
-        firsts.setdefault(item.family, item)
+        firsts.setdefault(item.template, item)
     for table in p.pads.values():
         for t in range(table.first, table.first + len(table.chars)):
             for item in firsts.values():
@@ -632,13 +639,13 @@ def verify_config(spec: SplitSpec, meta: dict) -> list[str]:
 
 
 def describe(p: CodePlan) -> dict:
-    per_family = Counter(item.family for item in p.items)
+    per_template = Counter(item.template for item in p.items)
     pairs = Counter(f"{item.right}/{item.distractor}" for item in p.items)
     anchors, _ = p.anchors()
     filler = [int(p.pool_counts[f].sum()) for f in p.item_filler]
     return {
         "items": len(p.items),
-        "items_per_template_family": dict(sorted(per_family.items())),
+        "items_per_template": dict(sorted(per_template.items())),
         "replacements": int(sum(p.replacements.values())),
         "replacement_reasons": dict(sorted(p.replacements.items())),
         "answer_pairs": dict(sorted(pairs.items())),
@@ -656,3 +663,26 @@ def describe(p: CodePlan) -> dict:
         "prompt_tokens_min": int(anchors.min()),
         "prompt_tokens_max": int(anchors.max()),
     }
+
+
+FAMILY = Family(
+    name="code",
+    prepare=prepare,
+    exact_check=exact_check,
+    verify_row=verify_row,
+    verify_config=verify_config,
+    describe=describe,
+    output_type="multiple_choice",
+    extra_fields=EXTRA_FIELDS,
+    default_n_base=64,
+    unit_fields=("item_id", "pad_style"),
+    rows_per_item=ROWS_PER_ITEM,
+    extra_prompt_tokens=ITEM_TOKENS,
+    min_length=0,
+    default_lengths=(0,),
+    anchor_is_answer=True,
+    no_phase_axes="sweeps its prompt length already (its anchor is the prompt's last token)",
+    hub_task_category="text-generation",
+    hub_tag="code-completion",
+    languages=("en", "code"),
+)

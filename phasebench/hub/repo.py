@@ -29,6 +29,7 @@ from phasebench.atomic import (
 )
 from phasebench.build import HASH_KEY, MANIFEST, content_hash, read_manifest
 from phasebench.errors import HubError, SplitError
+from phasebench.families import names as family_names
 from phasebench.hub.benchmark import EVAL_FILE, render_eval_yaml
 from phasebench.hub.card import render_card
 from phasebench.hub.naming import (
@@ -41,7 +42,6 @@ from phasebench.hub.naming import (
     file_sha256,
     manifest_config_name,
 )
-from phasebench.specs import FAMILIES
 
 
 @dataclass(frozen=True)
@@ -109,7 +109,7 @@ def _collect(generated: Sequence[Path | str]) -> list[_Source]:
                     f"regenerate it with `phasebench generate`"
                 )
             sources[name] = source
-    order = {f: i for i, f in enumerate(FAMILIES)}
+    order = {f: i for i, f in enumerate(family_names())}
     return sorted(
         sources.values(),
         key=lambda s: (order[s.family], s.manifest["spec"]["length"], s.name),
@@ -294,8 +294,8 @@ def _index_problem(index: dict) -> str | None:
         if name in names:
             return f"config {name} is listed twice"
         names.add(name)
-        if c.get("family") not in FAMILIES or not _count(c.get("length")):
-            return f"config {name} needs a family ({', '.join(FAMILIES)}) and a length"
+        if c.get("family") not in family_names() or not _count(c.get("length")):
+            return f"config {name} needs a family ({', '.join(family_names())}) and a length"
         if c.get("manifest") != f"{name}/{MANIFEST}":
             return (
                 f"config {name}: manifest {ascii(c.get('manifest'))[:80]} is not {name}/{MANIFEST}"

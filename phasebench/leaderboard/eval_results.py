@@ -26,8 +26,8 @@ from typing import Any
 
 from phasebench.atomic import atomic_write_text, staged_folder
 from phasebench.errors import OutputError
+from phasebench.families import names as family_names
 from phasebench.hub.benchmark import task_id
-from phasebench.specs import FAMILIES
 
 #: Marks a folder this module wrote: only such a folder (or an empty one) is replaced.
 MARKER = ".phasebench-eval-results"
@@ -44,7 +44,7 @@ def board_link(site_url: str, board: str) -> str:
 
 def _family(task: str) -> str:
     family = task.removeprefix("phasebench_")
-    if family not in FAMILIES:
+    if family not in family_names():
         raise OutputError(f"board task {task!r} is not a phasebench task (phasebench_<family>)")
     return family
 

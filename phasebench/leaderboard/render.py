@@ -261,17 +261,18 @@ def render_site(
         items = []
         for n, entry in enumerate(detail["boards"], start=1):
             summary = entry["summary"]
+            sweeps = summary.get("margin_sweeps")  # a family with a margin
             items.append(
                 {
                     "entry": entry,
                     "board": board_slugs.get((entry["task"], entry["length"])),
                     "profile": functools.partial(charts.profile_svg, summary, f"profile-{n}"),
                     "strip": (
-                        functools.partial(charts.margin_strip_svg, summary["code"], f"strip-{n}")
-                        if summary.get("code")
+                        functools.partial(charts.margin_strip_svg, sweeps, f"strip-{n}")
+                        if sweeps
                         else None
                     ),
-                    "bound": charts.margin_bound(summary["code"]) if summary.get("code") else None,
+                    "bound": charts.margin_bound(sweeps) if sweeps else None,
                 }
             )
         write(

@@ -87,8 +87,8 @@ def summarize_board(frame: pd.DataFrame) -> dict[str, Any]:
         )  # fmt: skip
     out = summarize_records(records, n_boot=metrics.N_BOOT, n_perm=metrics.N_PERM,
                             seed=metrics.SEED)  # fmt: skip
-    if "code" in out:
-        out["code"]["phase_lock_stride"] = metrics.LOCK_STRIDE
+    if "margin_sweeps" in out:
+        out["margin_sweeps"]["phase_lock_stride"] = metrics.LOCK_STRIDE
     return out
 
 

@@ -22,14 +22,14 @@ from typing import Any
 from phasebench._version import GENERATOR_VERSION
 from phasebench.atomic import remove_entry, staged_folder
 from phasebench.errors import EvalError, SpecError, SplitError, TokenizerError
-from phasebench.specs import FAMILIES, TOKENIZER_ARG_NAMES, SplitSpec
+from phasebench.families import get_family
+from phasebench.specs import TOKENIZER_ARG_NAMES, SplitSpec
 from phasebench.tokenization import PhaseTokenizer, encoding_difference, load_tokenizer
 
 log = logging.getLogger(__name__)
 
 DEFAULT_LENGTHS = (4096,)
 DEFAULT_MODULUS = 8
-DEFAULT_N_BASE = {"kv": 256, "niah": 256, "code": 64}
 
 
 def cache_root() -> Path:
@@ -70,19 +70,21 @@ def _lengths(kwargs: Mapping[str, Any]) -> tuple[int, ...] | None:
 
 
 def _n_base(family: str, value: Any) -> int:
-    """``n_base`` is one number for every family or a mapping such as ``{"kv": 32, "code": 8}``
-    (code counts items, each swept over 4 padding styles x 16 lengths)."""
+    """``n_base`` is one number for every family or a mapping from family to count such as
+    ``{"kv": 32, "niah": 16}`` (code counts items, each swept over 4 padding styles x 16
+    lengths); a family the mapping leaves out, or no ``n_base`` at all, gets the family's
+    declared default."""
     if isinstance(value, str) and value.strip().startswith("{"):
         value = json.loads(value)
     if isinstance(value, Mapping):
         value = value.get(family)
     if value is None:
-        return DEFAULT_N_BASE[family]
+        return get_family(family).default_n_base
     try:
         return int(value)
     except (TypeError, ValueError):
         raise SpecError(
-            f'\'n_base\' must be an integer or a mapping like {{"kv": 32, "code": 8}} '
+            f'\'n_base\' must be an integer or a mapping like {{"kv": 32, "niah": 16}} '
             f"(got {value!r})"
         ) from None
 
@@ -111,21 +113,21 @@ def _length_phases(value: Any) -> str | None:
 
 def split_specs(family: str, kwargs: Mapping[str, Any]) -> list[SplitSpec]:
     """The specs a task run asks for: one per length in ``max_seq_lengths``."""
-    if family not in FAMILIES:
-        raise SpecError(f"'family' must be one of {', '.join(FAMILIES)} (got {family!r})")
+    declared = get_family(family)  # an unknown name is refused, the known ones listed
+    axes = declared.no_phase_axes is None  # the length axis and phase subsets apply
     name, args = tokenizer_source(kwargs)
     return [
         SplitSpec(
-            family=family,  # type: ignore[arg-type]
+            family=family,
             length=length,
             modulus=_integer(kwargs, "phase_modulus", DEFAULT_MODULUS),
             n_base=_n_base(family, kwargs.get("n_base")),
             seed=_integer(kwargs, "seed", 0),
             tokenizer=name,
             tokenizer_args=tuple((k, str(v)) for k, v in args.items()),
-            # code sweeps its prompt length already: the axis knobs are for kv and niah
-            length_phases=None if family == "code" else _length_phases(kwargs.get("length_phases")),
-            phases=() if family == "code" else (kwargs.get("phases") or ()),
+            # a family that sweeps its prompt length already (code) ignores the axis knobs
+            length_phases=_length_phases(kwargs.get("length_phases")) if axes else None,
+            phases=(kwargs.get("phases") or ()) if axes else (),
         )
         for length in (_lengths(kwargs) or DEFAULT_LENGTHS)
     ]
@@ -349,7 +351,7 @@ def chat_shift(
     whole = before + row["prompt"] + after
     enc = tok.hf(whole, return_offsets_mapping=True, add_special_tokens=special)
     extra = len(enc["input_ids"]) - int(row["length"])
-    if row["family"] == "code":  # the anchor is the first answer token: after the whole context
+    if get_family(row["family"]).anchor_is_answer:  # the first answer token: after the context
         return len(enc["input_ids"]) - int(row["anchor_index"]), extra
     anchor_char = len(before) + int(row["key_char"])
     for i, (s, e) in enumerate(enc["offset_mapping"]):

@@ -28,9 +28,19 @@ from phasebench.lmeval.witness import (
 from phasebench.resources import resource_dir
 from phasebench.samples import SAMPLES_NAME, served_label
 
-#: lm-eval task name -> split family; the group ``phasebench`` runs all three.
-TASK_FAMILIES = {"phasebench_niah": "niah", "phasebench_kv": "kv", "phasebench_code": "code"}
+#: The lm-eval group that runs the task of every built-in family.
 GROUP = "phasebench"
+
+
+def task_families() -> dict[str, str]:
+    """lm-eval task name -> split family, for every known family (a registered one too)."""
+    from phasebench.families import names, task_name
+
+    return {task_name(name): name for name in names()}
+
+
+#: The built-in families' tasks (lm-eval task name -> family).
+TASK_FAMILIES = task_families()
 #: lm-eval's ``hf`` backend default when neither the arguments nor the config name a length.
 HF_DEFAULT_MAX_LENGTH = 2048
 #: lm-eval's OpenAI-style backends (``TemplateAPI``): the context is ``max_length`` in
@@ -51,13 +61,16 @@ def tasks_dir() -> str:
 
 def requested_families(tasks: Sequence[str]) -> list[str]:
     """Families of the phasebench tasks among lm-eval ``--tasks`` values (others are ignored)."""
+    from phasebench.families import BUILTIN
+
     names = [t.strip() for item in tasks for t in str(item).split(",") if t.strip()]
+    known = task_families()
     found: list[str] = []
     for name in names:
         if name == GROUP:
-            found.extend(TASK_FAMILIES.values())
-        elif name in TASK_FAMILIES:
-            found.append(TASK_FAMILIES[name])
+            found.extend(BUILTIN)
+        elif name in known:
+            found.append(known[name])
     return list(dict.fromkeys(found))
 
 
@@ -112,9 +125,12 @@ def _context(model_args: Mapping[str, Any], key: str, default: int) -> int:
 
 
 def generation_budget(family: str, gen_kwargs: Mapping[str, Any] | None) -> int:
-    """Tokens the backend reserves after the prompt: ``max_gen_toks`` for kv and niah (the
-    YAML's 16 unless ``--gen_kwargs`` overrides it), the scored answer token for code."""
-    if family == "code":
+    """Tokens the backend reserves after the prompt: ``max_gen_toks`` for a generate_until
+    family such as kv and niah (the YAML's 16 unless ``--gen_kwargs`` overrides it), the scored
+    answer token for a multiple_choice one (code)."""
+    from phasebench.families import get_family
+
+    if get_family(family).output_type == "multiple_choice":
         return 1
     if gen_kwargs and gen_kwargs.get("max_gen_toks"):
         return int(gen_kwargs["max_gen_toks"])
@@ -150,6 +166,7 @@ def prepare(ns: Any) -> None:
 
     ``ns`` is lm-eval's parsed ``run`` namespace; with ``--apply_chat_template`` its metadata
     gains the flag so the tasks relabel phases for the templated sequence."""
+    from phasebench.families import get_family
     from phasebench.lmeval.data import resolve_split
 
     families = requested_families(ns.tasks or [])
@@ -167,9 +184,9 @@ def prepare(ns: Any) -> None:
     max_length = model_max_length(model_args, backend)
     for family in families:
         split = resolve_split(family, **(model_args | metadata))
-        # the prompt as the model receives it (code: the anchor is the prompt's token count;
-        # kv, niah: the templated sequence's under a chat template)
-        if family == "code":
+        # the prompt as the model receives it (code, whose anchor is the answer: the anchor is
+        # the prompt's token count; kv, niah: the templated sequence's under a chat template)
+        if get_family(family).anchor_is_answer:
             longest = max(int(r["anchor_index"]) for r in split.rows)
         else:
             longest = max(served_label(r) for r in split.rows)
@@ -206,10 +223,11 @@ def _samples_files(output_path: str | None) -> dict[Path, int]:
     if not folder.is_dir():
         return {}
     found = {}
+    known = task_families()
     for f in folder.rglob("samples_*"):
         name = SAMPLES_NAME.match(f.name)
         # only phasebench tasks: a run may mix in other lm-eval tasks
-        if name and name["task"] in TASK_FAMILIES and f.is_file() and not f.is_symlink():
+        if name and name["task"] in known and f.is_file() and not f.is_symlink():
             found[f] = f.stat().st_mtime_ns
     return found
 
