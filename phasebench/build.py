@@ -11,7 +11,10 @@ the job writes byte-identical files. Each file is written to a temporary name an
 the manifest is written only when every chunk of the config exists. An unsharded run builds each
 config in a hidden folder beside its target (``OUT/.<config>.staging-*``) and swaps it in when
 every config of the run is complete, so an interrupted ``--overwrite`` keeps the previous
-complete config; a folder that ``generate`` did not make is never replaced.
+complete config; a folder that ``generate`` did not make is never replaced. One unsharded run
+writes into an output folder at a time (it holds a lock on the folder; a second run is refused
+at once, while the shards of one job share the folder), and a staging folder left by a killed
+run is removed by the next run that completes the same config.
 
 Whatever reads a config checks it: :func:`read_manifest` refuses a manifest of the wrong shape or
 one naming a data file that is not a plain name inside the folder, and :func:`iter_rows` with
@@ -27,7 +30,6 @@ import json
 import multiprocessing
 import os
 import re
-import shutil
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +39,16 @@ import pyarrow.parquet as pq
 from tqdm.auto import tqdm
 
 from phasebench._version import GENERATOR_VERSION, __version__
-from phasebench.atomic import atomic_write_text, check_writable_dir, staged_folder
+from phasebench.atomic import (
+    atomic_file,
+    atomic_write_text,
+    check_writable_dir,
+    lock_folder,
+    make_folder,
+    remove_empty_folder,
+    remove_file,
+    staged_folder,
+)
 from phasebench.errors import OutputError, SpecError, SplitError
 from phasebench.families import Family, SplitPlan, get_family
 from phasebench.rows import LENGTH_PHASE_FIELDS, row_schema
@@ -98,7 +109,7 @@ class _Job:
 
     def schema(self) -> pa.Schema:
         axis = LENGTH_PHASE_FIELDS if self.spec.length_phases else []
-        return row_schema([*self.family.EXTRA_FIELDS, *axis])
+        return row_schema([*self.family.extra_fields, *axis])
 
 
 _ACTIVE: _Job | None = None  # set before forking workers, read by _write_chunk
@@ -114,12 +125,8 @@ def _write_chunk(i: int) -> int:
     table = pa.Table.from_pylist(rows, schema=job.schema())
     table = table.replace_schema_metadata({HASH_KEY: content_hash(rows).encode()})
     path = job.chunk_path(i)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        pq.write_table(table, tmp, compression="zstd", row_group_size=max(1, len(rows)))
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    with atomic_file(path) as handle:
+        pq.write_table(table, handle, compression="zstd", row_group_size=max(1, len(rows)))
     return len(rows)
 
 
@@ -173,17 +180,29 @@ def generate(
         raise SpecError("all specs of one run must use the same tokenizer")
     if num_proc < 1:
         raise SpecError(f"'num_proc' must be >= 1 (got {num_proc})")
-    check_out_dir(out, specs, overwrite, sharded=shard != (0, 1))
+    sharded = shard != (0, 1)
+    check_out_dir(out, specs, overwrite, sharded)
     check_memory(specs, num_proc)
-    tok = tokenizer or load_tokenizer(specs[0].tokenizer, dict(specs[0].tokenizer_args))
-    jobs = []
-    for spec in specs:  # plan everything before writing anything: bad input writes nothing
-        family = get_family(spec)
-        jobs.append(_Job(spec, family.prepare(spec, tok), family, out / spec.config_name))
-    if shard == (0, 1):
-        _generate_staged(jobs, out, num_proc, progress, tok)
-    else:
-        _generate_shard(jobs, shard, num_proc, progress, tok)
+    created_out = not out.exists()
+    make_folder(out)
+    try:
+        # one unsharded run at a time (shards of one job run side by side): a second run into
+        # the same --out is refused rather than silently replacing the first one's configs
+        with lock_folder(out, shared=sharded):
+            check_out_dir(out, specs, overwrite, sharded)  # again: a run may have just ended
+            tok = tokenizer or load_tokenizer(specs[0].tokenizer, dict(specs[0].tokenizer_args))
+            jobs = []
+            for spec in specs:  # plan everything before writing anything: bad input writes nothing
+                family = get_family(spec)
+                jobs.append(_Job(spec, family.prepare(spec, tok), family, out / spec.config_name))
+            if sharded:
+                _generate_shard(jobs, shard, num_proc, progress, tok)
+            else:
+                _generate_staged(jobs, num_proc, progress, tok)
+    except BaseException:
+        if created_out:
+            remove_empty_folder(out)
+        raise
     return [job.folder for job in jobs]
 
 
@@ -224,7 +243,7 @@ def check_memory(specs: Sequence[SplitSpec], num_proc: int = 1) -> None:
 
 
 def _generate_staged(
-    jobs: Sequence[_Job], out: Path, num_proc: int, progress: bool, tok: PhaseTokenizer
+    jobs: Sequence[_Job], num_proc: int, progress: bool, tok: PhaseTokenizer
 ) -> None:
     """Every config is built in a folder beside its target and swapped in once all of them are
     complete: an interrupted run leaves the previous configs (and nothing new) behind. A
@@ -236,16 +255,10 @@ def _generate_staged(
                 f"{str(folder)!r} is not a phasebench config made by `generate` (no {SPEC_FILE})"
                 f"; it is never replaced: move it away or choose another --out"
             )
-    created_out = not out.exists()
-    try:
-        with contextlib.ExitStack() as stack:
-            for job in jobs:
-                staging = stack.enter_context(staged_folder(job.folder, marker=SPEC_FILE))
-                _build_config(dataclasses.replace(job, folder=staging), num_proc, progress, tok)
-    except BaseException:
-        if created_out:
-            shutil.rmtree(out, ignore_errors=True)
-        raise
+    with contextlib.ExitStack() as stack:
+        for job in jobs:
+            staging = stack.enter_context(staged_folder(job.folder, marker=SPEC_FILE))
+            _build_config(dataclasses.replace(job, folder=staging), num_proc, progress, tok)
 
 
 def _generate_shard(
@@ -254,8 +267,8 @@ def _generate_shard(
     """Chunks ``i, i+n, ...`` of every config, written in place; whichever run completes a
     config writes its manifest."""
     for job in jobs:
-        job.folder.mkdir(parents=True, exist_ok=True)
-        (job.folder / MANIFEST).unlink(missing_ok=True)
+        make_folder(job.folder)
+        remove_file(job.folder / MANIFEST)  # the config is incomplete until its last chunk
         mine = [i for i in range(job.n_chunks) if i % shard[1] == shard[0]]
         _build_config(job, num_proc, progress, tok, mine)
 

@@ -17,13 +17,19 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import shutil
 import time
 from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from phasebench.atomic import (
+    atomic_write_text,
+    check_replaceable,
+    make_folder,
+    scratch_folder,
+    staged_folder,
+)
 from phasebench.errors import DependencyError
 from phasebench.reference import DEMO_N_BASE, EVAL_LENGTH
 
@@ -53,6 +59,10 @@ KV_CACHE = {
 }
 
 Events = Callable[[str], None]
+
+#: The file that marks the lm-eval output and submissions folders the demo (or the sweep)
+#: made: a later run replaces only folders that hold it.
+RUNS_MARKER = ".phasebench-runs"
 
 
 def _require(module: str, what: str) -> None:
@@ -162,16 +172,23 @@ def run_demo(
 
     torch.set_num_threads(eval_threads())
     say = on_event or (lambda line: None)
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    from phasebench.leaderboard.render import SITE_MARKER
+
+    out = make_folder(Path(out))
+    runs_dir = out / "lm_eval"
+    for folder, marker in (
+        (runs_dir, RUNS_MARKER),
+        (out / "submissions", RUNS_MARKER),
+        (out / "site", SITE_MARKER),
+    ):  # before any work: never replace a folder the demo did not make
+        check_replaceable(folder, marker)
     clock = time.monotonic()
 
     say(f"[1/{STEPS}] kv split: {n_base} base items x 8 phases at {length} tokens, seed {seed}")
     splits = generate_split(out / "splits", length, n_base, seed=seed)
     say(f"[2/{STEPS}] lm-eval on {len(variants)} reference models (hf backend, phasebench_kv)")
-    runs_dir = out / "lm_eval"
-    shutil.rmtree(runs_dir, ignore_errors=True)
-    evaluate_models(splits, runs_dir, length, variants=variants, on_event=say)
+    with staged_folder(runs_dir, marker=RUNS_MARKER) as staging:
+        evaluate_models(splits, staging, length, variants=variants, on_event=say)
     say(f"[3/{STEPS}] phase statistics and plots")
     runs, _ = load_runs([runs_dir])
     report = build_report(runs)
@@ -284,40 +301,15 @@ def _revision(folder: Path) -> str:
 
 def _build_site(out: Path, runs_dir: Path, variants: tuple[str, ...] = DEMO_VARIANTS) -> Path:
     """Pack each run as a leaderboard submission, validate and score them, render the site."""
-    import yaml
-
     from phasebench.errors import SubmissionsError
-    from phasebench.leaderboard.pack import pack
     from phasebench.leaderboard.render import build_site
     from phasebench.leaderboard.score import load_reported, score
     from phasebench.leaderboard.validate import validate_all
-    from phasebench.reference import weights_dir
 
     submissions = out / "submissions"
-    shutil.rmtree(submissions, ignore_errors=True)
-    for variant in variants:
-        revision = _revision(weights_dir() / variant)
-        meta = {
-            "model": f"phasebench/ref-{variant}",
-            "revision": revision,
-            "precision": "float32",
-            "backend": "hf",
-            "kv_cache": KV_CACHE[variant],
-            "chat_template": False,
-            "license": "Apache-2.0",
-            "contact": "phasebench demo (reference models)",
-            "max_length": 2048,
-            "tokenizer": {"name": "phasebench-ref"},
-            "notes": "phasebench reference model trained from scratch on CPU (phasebench demo)",
-        }
-        folder = submissions / f"phasebench__ref-{variant}" / revision
-        folder.mkdir(parents=True)
-        meta_file = out / f".{variant}.submission.yaml"
-        meta_file.write_text(yaml.safe_dump(meta, sort_keys=True))
-        try:
-            pack(runs_dir / variant, folder, meta_file)
-        finally:
-            meta_file.unlink(missing_ok=True)
+    with staged_folder(submissions, marker=RUNS_MARKER) as staging, scratch_folder() as scratch:
+        for variant in variants:
+            _pack_variant(variant, runs_dir, staging, Path(scratch))
     outcome = validate_all(submissions, cache=out / "validate-cache")
     if outcome.refused:
         refused = "; ".join(line.strip() for line in outcome.report_lines()[1:])
@@ -326,3 +318,30 @@ def _build_site(out: Path, runs_dir: Path, variants: tuple[str, ...] = DEMO_VARI
     site = out / "site"
     build_site(board, site)
     return site / "index.html"
+
+
+def _pack_variant(variant: str, runs_dir: Path, submissions: Path, scratch: Path) -> None:
+    """Pack one variant's lm-eval output as ``submissions/phasebench__ref-VARIANT/REVISION``."""
+    import yaml
+
+    from phasebench.leaderboard.pack import pack
+    from phasebench.reference import weights_dir
+
+    revision = _revision(weights_dir() / variant)
+    meta = {
+        "model": f"phasebench/ref-{variant}",
+        "revision": revision,
+        "precision": "float32",
+        "backend": "hf",
+        "kv_cache": KV_CACHE[variant],
+        "chat_template": False,
+        "license": "Apache-2.0",
+        "contact": "phasebench demo (reference models)",
+        "max_length": 2048,
+        "tokenizer": {"name": "phasebench-ref"},
+        "notes": "phasebench reference model trained from scratch on CPU (phasebench demo)",
+    }
+    folder = submissions / f"phasebench__ref-{variant}" / revision
+    meta_file = scratch / f"{variant}.submission.yaml"
+    atomic_write_text(meta_file, yaml.safe_dump(meta, sort_keys=True))
+    pack(runs_dir / variant, folder, meta_file)

@@ -34,6 +34,7 @@ __all__ = [
     "N_BOOT",
     "N_PERM",
     "SEED",
+    "RENAMED_SINCE_FORMAT_1",
     "PhaseData",
     "Statistic",
     "length_axis",
@@ -52,6 +53,9 @@ SEED = 0
 ALPHA = 0.05
 #: DeepSeek-V4's CSA stride: the period the reported phase-lock rate tests code margins against.
 LOCK_STRIDE = 4
+#: Summary keys renamed since report format 1 (old -> new): a margin family's sweeps and
+#: phase-lock rates were filed under the code family's name.
+RENAMED_SINCE_FORMAT_1 = {"code": "margin_sweeps"}
 
 MetricSet = Literal["compact", "full"]
 METRIC_SETS: tuple[MetricSet, ...] = ("compact", "full")
@@ -142,7 +146,7 @@ class Statistic:
 
 def _lock_rate(summary: Mapping[str, Any]) -> Any:
     """The phase-lock rate at :data:`LOCK_STRIDE` (the summary holds every divisor's)."""
-    rates = (summary.get("code") or {}).get("phase_lock_rate") or {}
+    rates = (summary.get("margin_sweeps") or {}).get("phase_lock_rate") or {}
     return rates.get(str(LOCK_STRIDE))
 
 

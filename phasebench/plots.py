@@ -7,14 +7,19 @@ from __future__ import annotations
 import io
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from phasebench.atomic import FileSet
 
 #: Folded views drawn next to the profile (those that divide the modulus).
 FOLD_STRIDES = (2, 4, 8)
 
 
-def plot_report(report: dict[str, Any], folder: Path) -> list[Path]:
-    """Write ``<run>__<task>__<length>.profile.{png,svg}`` (and ``.margin.*`` for code)."""
+def plot_report(report: dict[str, Any], folder: Path, files: FileSet | None = None) -> list[Path]:
+    """Write ``<run>__<task>__<length>.profile.{png,svg}`` (and ``.margin.*`` for code), each
+    file atomically, or all of them together through ``files``
+    (:func:`phasebench.atomic.atomic_files`)."""
     import matplotlib
 
     matplotlib.use("Agg", force=True)
@@ -25,10 +30,10 @@ def plot_report(report: dict[str, Any], folder: Path) -> list[Path]:
                 for length, entry in sorted(lengths.items(), key=lambda kv: int(kv[0])):
                     stem = _slug(f"{run}__{task}__{length}")
                     fig = _profile_figure(run, task, length, entry)
-                    written += _save(fig, folder, f"{stem}.profile")
-                    if "code" in entry:
+                    written += _save(fig, folder, f"{stem}.profile", files)
+                    if "margin_sweeps" in entry:
                         fig = _margin_figure(run, task, length, entry)
-                        written += _save(fig, folder, f"{stem}.margin")
+                        written += _save(fig, folder, f"{stem}.margin", files)
     return written
 
 
@@ -46,7 +51,7 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")[:150]
 
 
-def _save(fig, folder: Path, stem: str) -> list[Path]:
+def _save(fig, folder: Path, stem: str, files: FileSet | None = None) -> list[Path]:
     import matplotlib.pyplot as plt
 
     from phasebench.atomic import atomic_write_bytes
@@ -55,7 +60,8 @@ def _save(fig, folder: Path, stem: str) -> list[Path]:
     for ext, meta in (("png", {"Software": None}), ("svg", {"Date": None, "Creator": None})):
         buffer = io.BytesIO()
         fig.savefig(buffer, format=ext, dpi=120, metadata=meta)
-        out.append(atomic_write_bytes(folder / f"{stem}.{ext}", buffer.getvalue()))
+        write = files.add_bytes if files is not None else atomic_write_bytes
+        out.append(write(folder / f"{stem}.{ext}", buffer.getvalue()))
     plt.close(fig)
     return out
 
@@ -117,7 +123,7 @@ def _margin_figure(run: str, task: str, length: str, e: dict[str, Any]):
     import matplotlib.pyplot as plt
     import numpy as np
 
-    code = e["code"]
+    code = e["margin_sweeps"]
     grid = np.array(
         [[np.nan if v is None else v for v in row] for row in code["margins"]], dtype=float
     )

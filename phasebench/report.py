@@ -25,8 +25,9 @@ from typing import Any
 
 from phasebench import metrics
 from phasebench._version import __version__
-from phasebench.atomic import atomic_write_text
-from phasebench.errors import SamplesError
+from phasebench.atomic import FileSet, atomic_files, atomic_write_text
+from phasebench.errors import SamplesError, SpecError
+from phasebench.families import get_family
 from phasebench.rows import config_length, row_problem
 from phasebench.samples import (
     RESULTS_NAME,
@@ -56,7 +57,10 @@ __all__ = [
     "write_plots",
 ]
 
-REPORT_FORMAT = "phasebench-report/1"
+REPORT_FORMAT = "phasebench-report/2"
+#: Earlier formats read back, upgraded on reading (format 1 filed a margin family's sweeps under
+#: another key: :data:`phasebench.metrics.RENAMED_SINCE_FORMAT_1`).
+OLD_FORMATS = ("phasebench-report/1",)
 #: Fields a logged doc must carry to be a phasebench sample.
 DOC_FIELDS = ("phase", "base_id", "phase_modulus", "length", "family")
 
@@ -186,12 +190,30 @@ def _read_report_json(path: Path) -> dict[str, Any]:
         data = json.loads(path.read_bytes().decode("utf-8"), parse_constant=_no_constant)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise SamplesError(f"{path} is not JSON ({type(exc).__name__}: {str(exc)[:120]})") from None
-    if not isinstance(data, dict) or data.get("format") != REPORT_FORMAT:
+    if not isinstance(data, dict) or data.get("format") not in (REPORT_FORMAT, *OLD_FORMATS):
         raise SamplesError(
             f"{path} is neither an lm-eval results_<date>.json nor a phasebench report "
             f"(format {REPORT_FORMAT}); pass the lm-eval output folder instead"
         )
-    return data
+    return _upgrade(data)
+
+
+def _upgrade(data: dict[str, Any]) -> dict[str, Any]:
+    """A report of an earlier format in the current one (format 1: the summary keys renamed
+    since, in every entry and its length axis); a current one as it is."""
+    if data.get("format") == REPORT_FORMAT:
+        return data
+    runs = data.get("runs")
+    for body in runs.values() if isinstance(runs, dict) else ():
+        tasks = body.get("tasks") if isinstance(body, dict) else None
+        for by_length in tasks.values() if isinstance(tasks, dict) else ():
+            for entry in by_length.values() if isinstance(by_length, dict) else ():
+                axis = entry.get("length_axis") if isinstance(entry, dict) else None
+                for summary in (entry, axis) if isinstance(axis, dict) else (entry,):
+                    for old, new in metrics.RENAMED_SINCE_FORMAT_1.items():
+                        if isinstance(summary, dict) and old in summary:
+                            summary[new] = summary.pop(old)
+    return {**data, "format": REPORT_FORMAT}
 
 
 # ----------------------------------------------------------------------------- computing
@@ -293,7 +315,11 @@ def _group(
                 }
             continue
         acc = _number(s.get("acc"), f"{where}: acc")
-        margin = None if doc["family"] != "code" else _number(s.get("margin"), f"{where}: margin")
+        try:
+            family = get_family(str(doc["family"]))
+        except SpecError as exc:
+            raise SamplesError(f"{where}: doc {exc}") from None
+        margin = _number(s.get("margin"), f"{where}: margin") if family.has_margin else None
         try:
             record = scored_record(doc, acc, margin)
         except (KeyError, TypeError, ValueError) as exc:
@@ -470,7 +496,7 @@ def _axis_lines(e: Mapping[str, Any]) -> list[str]:
             "n/a" if margins.get(r["phase"]) is None else f"{margins[r['phase']]:+.3f}"
             for r in shown
         ]
-        sweeps = e["code"]
+        sweeps = e["margin_sweeps"]
         rates = ", ".join(f"S={s}: {_pct(v).strip()}" for s, v in sweeps["phase_lock_rate"].items())
         lines.append(f"  phase-lock  {rates}  ({len(sweeps['patterns'])} patterns)")
     frame = pd.DataFrame(table, index=[f"p{r['phase']}" for r in shown]).T
@@ -546,17 +572,27 @@ def comparison_frame(report: dict[str, Any]):
     return frame.sort_values(["task", "length", "run"], kind="stable")
 
 
-def write_json(report: dict[str, Any], path: str | Path) -> Path:
-    """Write the report atomically (temp file in the same folder, then rename)."""
+def write_json(report: dict[str, Any], path: str | Path, files: FileSet | None = None) -> Path:
+    """Write the report atomically (temp file in the same folder, then rename), or as one file
+    of the set ``files`` (:func:`phasebench.atomic.atomic_files`)."""
     text = json.dumps(report, indent=2, sort_keys=True, allow_nan=False) + "\n"
+    if files is not None:
+        return files.add_text(Path(path), text)
     return atomic_write_text(Path(path), text)
 
 
-def write_plots(report: dict[str, Any], folder: str | Path) -> list[Path]:
-    """Phase-profile plots (and code heat strips) as PNG and SVG, byte-identical per report."""
+def write_plots(
+    report: dict[str, Any], folder: str | Path, files: FileSet | None = None
+) -> list[Path]:
+    """Phase-profile plots (and code heat strips) as PNG and SVG, byte-identical per report:
+    all of them or none (a full disk leaves no partial set), with ``files`` as part of that
+    larger set."""
     from phasebench.plots import plot_report
 
-    return plot_report(report, Path(folder))
+    if files is not None:
+        return plot_report(report, Path(folder), files)
+    with atomic_files() as own:
+        return plot_report(report, Path(folder), own)
 
 
 def merge_reports(

@@ -15,8 +15,6 @@ from typing import Any, Literal, get_args
 
 from phasebench.errors import SpecError
 
-Family = Literal["kv", "niah", "code"]
-FAMILIES: tuple[str, ...] = get_args(Family)
 #: The length-phase axis: each base item rendered at P consecutive total lengths with its
 #: needle fixed (``only``), or at every (needle phase, length phase) pair (``crossed``).
 LengthPhases = Literal["only", "crossed"]
@@ -26,18 +24,12 @@ LENGTH_PHASES: tuple[str, ...] = get_args(LengthPhases)
 #: the token sequence a phase label refers to.
 TOKENIZER_ARG_NAMES = ("revision", "subfolder", "gguf_file", "add_bos_token", "trust_remote_code")
 
-MIN_LENGTH = 64
 MAX_LENGTH = 4 * 1024 * 1024
 #: Budget of one config, checked when a spec is made, before anything is planned: its rows and
 #: its prompt tokens (rows x prompt length). The largest documented config, 128K tokens x 256
 #: base items x 8 phases, is 2,048 rows and 2^28 tokens; the limits leave room for 4 times that.
 MAX_ROWS = 1 << 20
 MAX_TOKENS = 1 << 30
-#: Rows one code item renders to (4 padding styles x 16 padding lengths), and the tokens a code
-#: prompt holds besides its ``length`` of unrelated context (the item and its padding, rounded
-#: up), for the budget estimate.
-CODE_ROWS_PER_ITEM = 64
-CODE_ITEM_TOKENS = 1024
 #: Peak resident memory of building one config, for the estimate checked before any work:
 #: the interpreter with its libraries, plus a per-token cost of the longest prompt (its exact
 #: encoding with offsets and the filler tables). Measured with ``work/mem_probe.sh`` (peak RSS
@@ -61,9 +53,11 @@ def _check_int(name: str, value: Any, minimum: int, maximum: int | None = None) 
 class SplitSpec:
     """One phase-balanced config.
 
-    ``length`` is the exact token count of every prompt (kv, niah) or the approximate amount of
-    unrelated context before the item (code, where 0 means none). ``n_base`` base items are each
-    rendered once per phase, so a config has ``n_base * modulus`` rows for kv and niah.
+    ``family`` names a known family (:func:`phasebench.families.names`), whose declaration
+    (:class:`phasebench.families.Family`) says what ``length`` means for it (the exact token
+    count of every kv or niah prompt; the approximate amount of unrelated context before a code
+    item, where 0 means none) and how many rows a base item renders to (once per phase for kv
+    and niah, so ``n_base * modulus`` rows).
 
     ``length_phases`` adds the second axis (kv, niah): every base item at the total lengths
     ``length .. length + modulus - 1``, filler added after the needle, its anchor fixed
@@ -73,7 +67,7 @@ class SplitSpec:
     the full design's pairing and matched statistics, and its statistics say what they cover.
     """
 
-    family: Family
+    family: str
     length: int
     modulus: int = 8
     n_base: int = 256
@@ -86,10 +80,12 @@ class SplitSpec:
     phases: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
-        if self.family not in FAMILIES:
-            raise SpecError(f"'family' must be one of {', '.join(FAMILIES)} (got {self.family!r})")
-        minimum = 0 if self.family == "code" else MIN_LENGTH
-        _check_int("length", self.length, minimum, MAX_LENGTH)
+        from phasebench.families import get_family
+
+        if not isinstance(self.family, str):
+            raise SpecError(f"'family' must be a family name (got {self.family!r})")
+        family = get_family(self.family)  # an unknown name is refused, the known ones listed
+        _check_int("length", self.length, family.min_length, MAX_LENGTH)
         _check_int("modulus", self.modulus, 2, 4096)
         _check_int("n_base", self.n_base, 1)
         _check_int("seed", self.seed, 0, 2**63 - 1)
@@ -108,10 +104,13 @@ class SplitSpec:
                 f"'length_phases' must be one of {', '.join(LENGTH_PHASES)} or unset "
                 f"(got {self.length_phases!r})"
             )
-        if self.family == "code" and (self.length_phases or self.phases):
+        if family.no_phase_axes and (self.length_phases or self.phases):
+            from phasebench.families import names
+
+            takers = [f for f in names() if get_family(f).no_phase_axes is None]
             raise SpecError(
-                "the code family sweeps its prompt length already (its anchor is the prompt's "
-                "last token): 'length_phases' and 'phases' apply to kv and niah"
+                f"the {self.family} family {family.no_phase_axes}: 'length_phases' and 'phases' "
+                f"apply to {' and '.join(takers)}"
             )
         object.__setattr__(self, "phases", _check_phases(self.phases, self.modulus))
         self._check_budget()
@@ -123,7 +122,8 @@ class SplitSpec:
 
     @property
     def renderings(self) -> int:
-        """Prompts per base item (kv, niah): one per residue on each varied axis."""
+        """Prompts per base item of a family that renders one per phase (kv, niah): one per
+        residue on each varied axis."""
         axis = len(self.residues)
         if self.length_phases == "only":
             return axis
@@ -132,19 +132,20 @@ class SplitSpec:
         return axis
 
     def estimated_size(self) -> tuple[int, int]:
-        """``(rows, prompt tokens)`` of the config this spec describes: ``n_base * modulus``
-        rows for kv and niah, 64 per code item; tokens are rows times the prompt length."""
-        if self.family == "code":
-            rows = self.n_base * CODE_ROWS_PER_ITEM
-            return rows, rows * (self.length + CODE_ITEM_TOKENS)
-        rows = self.n_base * self.renderings
-        longest = self.length + (self.modulus - 1 if self.length_phases else 0)
-        return rows, rows * longest
+        """``(rows, prompt tokens)`` of the config this spec describes, as its family declares
+        them (:meth:`phasebench.families.Family.estimated_size`): ``n_base`` times the rows of
+        a base item (one per rendering for kv and niah, 64 per code item); tokens are rows
+        times the longest prompt."""
+        from phasebench.families import get_family
+
+        return get_family(self.family).estimated_size(self)
 
     def estimated_memory(self) -> int:
         """Bytes of memory one process needs to build this config (see
         :data:`MEMORY_PER_TOKEN`); the caller compares it with what it may use."""
-        longest = self.length + (CODE_ITEM_TOKENS if self.family == "code" else 0)
+        from phasebench.families import get_family
+
+        longest = self.length + get_family(self.family).extra_prompt_tokens
         return MEMORY_BASE + MEMORY_PER_TOKEN * longest
 
     def _check_budget(self) -> None:

@@ -491,7 +491,7 @@ def _margin_summary(
         {"phase": r["phase"], "margin": r["acc"], "ci": r["ci"], "n": r["n"]}
         for r in m["per_phase"]
     ]
-    out["code"] = _margin_sweeps(frame, modulus)
+    out["margin_sweeps"] = _margin_sweeps(frame, modulus)
     return out
 
 

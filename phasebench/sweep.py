@@ -16,13 +16,13 @@ gives the table the command line prints.
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from phasebench.demo import eval_threads, evaluate_models, generate_split, model_name
+from phasebench.atomic import check_replaceable, make_folder, staged_folder
+from phasebench.demo import RUNS_MARKER, eval_threads, evaluate_models, generate_split, model_name
 from phasebench.errors import PhasebenchError
 from phasebench.reference import (
     CONTROL,
@@ -107,8 +107,9 @@ def run_sweep(
     from phasebench.report import build_report, load_runs, write_json
 
     say = on_event or (lambda line: None)
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = make_folder(Path(out))
+    runs_dir = out / "lm_eval"
+    check_replaceable(runs_dir, RUNS_MARKER)  # before any work: never replace a foreign folder
     variants = sweep_models(strides)
     say(f"[1/4] models: {', '.join(variants)}")
     folders = model_folders(out, variants, train_missing, on_event)
@@ -116,9 +117,10 @@ def run_sweep(
     splits = generate_split(out / "splits", length, n_base, seed=seed, modulus=SWEEP_MODULUS)
     say(f"[3/4] lm-eval on {len(variants)} models (hf backend, phasebench_kv)")
     torch.set_num_threads(eval_threads())
-    runs_dir = out / "lm_eval"
-    shutil.rmtree(runs_dir, ignore_errors=True)
-    evaluate_models(splits, runs_dir, length, variants=variants, on_event=on_event, folders=folders)
+    with staged_folder(runs_dir, marker=RUNS_MARKER) as staging:
+        evaluate_models(
+            splits, staging, length, variants=variants, on_event=on_event, folders=folders
+        )
     say("[4/4] phase statistics and the stacked figure")
     runs, _ = load_runs([runs_dir])
     report = build_report(runs)

@@ -27,7 +27,7 @@ from tqdm.auto import tqdm
 from phasebench.build import HASH_KEY, MANIFEST, content_hash, partial_configs, read_manifest
 from phasebench.errors import SpecError, SplitError, TokenizerError
 from phasebench.families import get_family
-from phasebench.placement import TOLERANCE, axis_balance, phase_stats
+from phasebench.placement import TOLERANCE, axis_balance
 from phasebench.rng import derive_rng
 from phasebench.rows import LENGTH_PHASE_FIELDS, row_problem
 from phasebench.specs import SplitSpec
@@ -130,7 +130,7 @@ def verify_config(
     family = get_family(spec)
 
     # file integrity and row metadata (the family's extra columns too, for verify_config)
-    columns = META_COLUMNS + tuple(name for name, _ in family.EXTRA_FIELDS)
+    columns = META_COLUMNS + tuple(name for name, _ in family.extra_fields)
     if spec.length_phases:
         columns += tuple(name for name, _ in LENGTH_PHASE_FIELDS)
     meta: dict[str, list] = defaultdict(list)
@@ -153,7 +153,7 @@ def verify_config(
         if content_hash(rows) != stored or stored != entry["content_sha256"]:
             report.problems.append(f"{where}: content hash does not match the manifest")
         for row in rows:
-            if problem := row_problem(row, family.EXTRA_FIELDS):
+            if problem := row_problem(row, family.extra_fields):
                 report.problems.append(f"{where}: row {ascii(row.get('id'))[:80]}: {problem}")
                 damaged += 1
                 break
@@ -219,11 +219,8 @@ def _config_problems(
     if not np.allclose(meta["depth"], anchors / np.array(meta["length"])):
         problems.append("depth != anchor_index / length")
     problems += family.verify_config(spec, meta)
-    if spec.family == "code":
-        stats = phase_stats(anchors, phases, P)
-    else:
-        length_phases = np.array(meta["length"]) % P
-        stats = axis_balance(spec, anchors, phases, length_phases)
+    # per varied axis (a spec without the length axis or a phase subset: the plain phase stats)
+    stats = axis_balance(spec, anchors, phases, np.array(meta["length"]) % P)
     claimed = manifest["balance"]
     axes = [("", stats, claimed)]
     if "length_phase" in stats:

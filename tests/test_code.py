@@ -94,11 +94,11 @@ def test_every_row_is_exact_and_every_unit_sweeps_one_token_per_step(
     assert bal["max_mean_deviation"] <= 0.5 and bal["max_std_deviation"] <= 0.5
 
 
-def test_default_items_are_distinct_and_cover_four_template_families(deepseek):
+def test_default_items_are_distinct_and_cover_four_item_templates(deepseek):
     spec = SplitSpec("code", 0, n_base=64)  # the CLI default for code: 64 items
     items, reasons = code.draw_items(spec, deepseek)
     assert len(items) == 64 and len({i.defs + i.use for i in items}) == 64
-    assert Counter(i.family for i in items) == {f: 16 for f in code.TEMPLATES}
+    assert Counter(i.template for i in items) == {t: 16 for t in code.TEMPLATES}
     assert len({i.use.split("def ")[1].split("(")[0] for i in items}) > 20  # names vary
     assert all(i.use.endswith(("T.Cast(FP", "=")) for i in items)  # a completion point
     for item in items:

@@ -398,6 +398,163 @@ def test_eval_arguments_of_the_wrong_type_are_one_line():
     assert model_max_length({"max_length": "4096"}, "hf") == 4096
 
 
+# -- 7 and 8 (second round). outputs: no silent replacement, no leftovers, no partial files -------
+
+
+def _lm_eval_output(folder: Path, submission_bytes: int = 0) -> Path:
+    """A folder shaped like lm-eval's ``--output_path`` (what ``pack`` reads)."""
+    run_dir = folder / "model"
+    run_dir.mkdir(parents=True)
+    (run_dir / "results_2026-01-01T00-00-00.000000.json").write_text('{"results": {}}\n')
+    lines = [_line(_doc(phase=p, base_id=b), 1.0) for b in range(4) for p in range(8)]
+    (run_dir / "samples_phasebench_kv_2026-01-01T00-00-00.000000.jsonl").write_bytes(
+        b"".join(lines)
+    )
+    (folder / "submission.yaml").write_text("model: acme/m\nnotes: " + "x" * submission_bytes)
+    return folder
+
+
+def test_pack_never_overwrites_an_existing_results_file(tmp_path):
+    source = _lm_eval_output(tmp_path / "out")
+    packed = tmp_path / "acme__m" / "rev"
+    packed.mkdir(parents=True)
+    theirs = packed / "results_2026-01-01T00-00-00.000000.json"
+    theirs.write_text("another run's results")
+    (packed / "results_2025-01-01T00-00-00.000000.json").write_text("an earlier run")
+    args = ["leaderboard", "pack", str(source), "--out", str(packed),
+            "--submission", str(source / "submission.yaml")]  # fmt: skip
+    assert_one_line(*run(args)[::2], theirs.name, "--overwrite")
+    assert theirs.read_text() == "another run's results"
+    assert sorted(p.name for p in packed.iterdir()) == [
+        "results_2025-01-01T00-00-00.000000.json", theirs.name]  # fmt: skip
+    code, out, err = run([*args, "--overwrite"])
+    assert code == 0, err
+    assert theirs.read_text() == '{"results": {}}\n'
+    assert (packed / "results_2025-01-01T00-00-00.000000.json").read_text() == "an earlier run"
+    assert len(out.splitlines()) == 3  # results, packed samples, submission.yaml
+
+
+def _file_limit(limit: int):
+    def apply():
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return apply
+
+
+def test_pack_on_a_full_disk_leaves_no_partial_file(tmp_path):
+    """A file-size limit stands in for a full disk: the results and samples files fit, the
+    submission.yaml copied last does not; nothing of the pack may be left."""
+    source = _lm_eval_output(tmp_path / "out", submission_bytes=64 * 1024)
+    packed = tmp_path / "acme__m" / "rev"
+    proc = cli("leaderboard", "pack", str(source), "--out", str(packed),
+               "--submission", str(source / "submission.yaml"),
+               preexec_fn=_file_limit(16 * 1024))  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # the folders made went too
+
+
+def test_report_on_a_full_disk_leaves_no_partial_file(tmp_path):
+    """The JSON (4 KB) fits under the limit, the first PNG (about 48 KB) does not: neither the
+    JSON nor any plot, nor the plots folder, may be left."""
+    lines = [_line(_doc(phase=p, base_id=b), float((b + p) % 3 == 0))
+             for b in range(16) for p in range(8)]  # fmt: skip
+    folder = _samples(tmp_path, lines)
+    json_out, plots = tmp_path / "report.json", tmp_path / "plots"
+    args = ["report", str(folder), "--n-boot", "20", "--n-perm", "20",
+            "--json", str(json_out), "--plots", str(plots)]  # fmt: skip
+    proc = cli(*args, preexec_fn=_file_limit(16 * 1024))
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().count("\n") == 0 and "Traceback" not in proc.stderr
+    assert not json_out.exists() and not plots.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]
+    proc = cli(*args)
+    assert proc.returncode == 0, proc.stderr
+    assert json_out.is_file() and len(list(plots.iterdir())) == 2
+
+
+def test_a_second_generate_into_the_same_out_is_refused_while_the_first_runs(
+    tmp_path, deepseek, monkeypatch
+):
+    """Two runs into one --out: the one that starts while the other is writing is refused at
+    once (it printed "complete" before, and one config silently replaced the other's)."""
+    import phasebench.build as build
+    from phasebench.errors import OutputError
+
+    out, other = tmp_path / "split", SPEC.replace(seed=1)
+    write_chunk, refusals = build._write_chunk, []
+
+    def meanwhile(i):
+        if not refusals:
+            for overwrite in (False, True):
+                with pytest.raises(OutputError, match="another phasebench process") as exc:
+                    generate([other], out, overwrite=overwrite, progress=False, tokenizer=deepseek)
+                refusals.append(str(exc.value))
+        return write_chunk(i)
+
+    monkeypatch.setattr(build, "_write_chunk", meanwhile)
+    generate([SPEC], out, progress=False, tokenizer=deepseek)
+    assert len(refusals) == 2
+    spec = json.loads((out / SPEC.config_name / "spec.json").read_text())
+    assert spec["seed"] == SPEC.seed
+    assert sorted(p.name for p in out.iterdir()) == [SPEC.config_name]
+
+
+KILLED_GENERATE = """
+import os, signal, sys
+import phasebench.build as build
+from phasebench.cli import main
+def killed(i):
+    os.kill(os.getpid(), getattr(signal, sys.argv[1]))
+build._write_chunk = killed
+main(sys.argv[2:])
+"""
+
+
+@pytest.mark.parametrize("signal_name", ["SIGKILL", "SIGTERM"])
+def test_staging_left_by_a_killed_generate_is_removed_by_the_next_run(
+    tmp_path, signal_name, deepseek
+):
+    out = tmp_path / "split"
+    generate([SPEC], out, progress=False, tokenizer=deepseek)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.run([sys.executable, "-c", KILLED_GENERATE, signal_name,
+                           *_generate(out, "--overwrite")], env=env, timeout=300)  # fmt: skip
+    assert proc.returncode < 0
+    assert [p.name for p in out.iterdir() if p.name.startswith(".kv_256.staging-")]
+    generate([SPEC], out, overwrite=True, progress=False, tokenizer=deepseek)
+    assert sorted(p.name for p in out.iterdir()) == ["kv_256"]
+
+
+KILLED_SITE = """
+import os, signal, sys
+import phasebench.leaderboard.render as render
+from phasebench.cli import main
+def killed(board, out, **kwargs):
+    (out / "index.html").write_text("half a site")
+    os.kill(os.getpid(), getattr(signal, sys.argv[1]))
+render.render_site = killed
+main(sys.argv[2:])
+"""
+
+
+@pytest.mark.parametrize("signal_name", ["SIGKILL", "SIGTERM"])
+def test_staging_left_by_a_killed_site_build_is_removed_by_the_next_build(tmp_path, signal_name):
+    subs, site = tmp_path / "subs", tmp_path / "site"
+    subs.mkdir()
+    build = ["leaderboard", "build", str(subs), "--out", str(site), "--quiet", "--no-reported"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.run([sys.executable, "-c", KILLED_SITE, signal_name, *build], env=env,
+                          timeout=300)  # fmt: skip
+    assert proc.returncode < 0
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".site.staging-")]
+    code, _, err = run(build)
+    assert code == 0, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["site", "subs"]
+
+
 # -- 6 (second round). a push to a Hub that refuses, babbles or never answers ---------------------
 
 

@@ -222,11 +222,17 @@ def test_publish_with_a_garbage_manifest_is_one_line(config, tmp_path, capsys):
 # -- 5. the lm-eval cache checks what it serves and repairs itself -------------------------------
 
 
-def test_lmeval_cache_rebuilds_an_edited_entry(tmp_path, deepseek):
+def test_lmeval_cache_rebuilds_an_edited_entry(tmp_path, deepseek, caplog):
+    """... and says so on the ``phasebench`` logger (it was rebuilt silently)."""
+    import logging
+
     from phasebench.lmeval.data import cached_config
 
     root = tmp_path / "cache"
+    caplog.set_level(logging.INFO, logger="phasebench")
     folder = cached_config(SPEC, deepseek, root)
+    assert [r.levelname for r in caplog.records] == ["INFO"]  # generated on first use
+    caplog.clear()
     original = list(iter_rows(folder))
     path = _parquet(folder)
     table = pq.read_table(path)
@@ -235,6 +241,11 @@ def test_lmeval_cache_rebuilds_an_edited_entry(tmp_path, deepseek):
     pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), path)  # hashes kept
     again = cached_config(SPEC, deepseek, root)
     assert list(iter_rows(again)) == original
+    (warning,) = [r for r in caplog.records if r.levelname == "WARNING"]
+    assert warning.name.startswith("phasebench") and "does not check" in warning.getMessage()
+    caplog.clear()
+    cached_config(SPEC, deepseek, root)
+    assert caplog.records == []  # a good entry is served without a word
 
 
 def test_lmeval_cache_repairs_an_entry_that_lost_its_manifest(tmp_path, deepseek):

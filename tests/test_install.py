@@ -71,6 +71,15 @@ def test_tasks_dir_is_inside_the_installed_package(installed):
     } <= names
 
 
+def test_every_package_of_the_checkout_ships(installed):
+    """``pyproject.toml`` lists the packages one by one: a new subpackage (the code family's,
+    say) that the list forgets is missing from the wheel."""
+    _, target, _ = installed
+    source = {p.parent.relative_to(ROOT) for p in (ROOT / "phasebench").rglob("__init__.py")}
+    shipped = {p.parent.relative_to(target) for p in (target / "phasebench").rglob("__init__.py")}
+    assert source <= shipped, sorted(map(str, source - shipped))
+
+
 @pytest.mark.slow
 def test_lm_eval_finds_the_installed_tasks(installed, tiny_llama):
     base, target, env = installed

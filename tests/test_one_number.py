@@ -90,5 +90,7 @@ def test_lm_eval_report_and_leaderboard_agree(three_views, task):
         assert math.isclose(lm_eval[task][f"acc_phase_{r}@{length},none"], p["acc"], abs_tol=1e-9)
     if task == "phasebench_code":
         assert math.isclose(lm_eval[task][f"margin@{length},none"], entry["margin"], abs_tol=1e-9)
-        assert entry["code"]["phase_lock_rate"] == summary["code"]["phase_lock_rate"]
+        assert (
+            entry["margin_sweeps"]["phase_lock_rate"] == summary["margin_sweeps"]["phase_lock_rate"]
+        )
     assert compared == len(FIELDS)

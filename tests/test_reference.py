@@ -288,6 +288,26 @@ def test_demo_and_sweep_refuse_bad_arguments_in_one_line(tmp_path, capsys):
     assert not (out / "models").exists()
 
 
+def test_demo_and_sweep_never_replace_folders_they_did_not_make(tmp_path):
+    """``--out`` holding a folder of the user's named like the demo's lm-eval output: refused
+    before any work, and kept (the demo deleted ``OUT/lm_eval`` and ``OUT/submissions``)."""
+    from phasebench.demo import run_demo
+    from phasebench.errors import OutputError
+    from phasebench.sweep import run_sweep
+
+    for name in ("lm_eval", "submissions"):
+        out = tmp_path / name
+        (out / name).mkdir(parents=True)
+        (out / name / "notes.txt").write_text("mine")
+        with pytest.raises(OutputError, match="not made by this command"):
+            run_demo(out)
+        assert (out / name / "notes.txt").read_text() == "mine"
+        assert sorted(p.name for p in out.iterdir()) == [name]  # not even the split
+    with pytest.raises(OutputError, match="not made by this command"):
+        run_sweep(tmp_path / "lm_eval", strides=(4,), train_missing=False)
+    assert (tmp_path / "lm_eval" / "lm_eval" / "notes.txt").read_text() == "mine"
+
+
 def test_every_shipped_variant_trains_on_the_shared_recipe():
     """One recipe for every committed model: the same settings as ``TrainSettings()``,
     recorded in each folder's training.json (the exceptions, if any, are named in code)."""

@@ -34,7 +34,7 @@ CONTRACT_KEYS = {
     "dominant_period",
     "per_phase",
 }
-CODE_KEYS = {"margin", "per_phase_margin", "margin_worst_phase", "code"}
+CODE_KEYS = {"margin", "per_phase_margin", "margin_worst_phase", "margin_sweeps"}
 
 
 def _env() -> dict[str, str]:
@@ -112,11 +112,13 @@ def test_simulated_ground_truth_is_recovered(simulated_report):
     assert flat["phasebench_kv"]["4096"]["p_value"] > 0.05
     # Code: margins flip sign at one padding length in four.
     code = sens["phasebench_code"]["2048"]
-    assert code["code"]["phase_lock_rate"] == {"2": 0.0, "4": 1.0, "8": 1.0}
+    assert code["margin_sweeps"]["phase_lock_rate"] == {"2": 0.0, "4": 1.0, "8": 1.0}
     assert code["dominant_period"] == 4
     assert [r["margin"] < 0 for r in code["per_phase_margin"]] == [p % 4 == 3 for p in range(8)]
     flat_code = flat["phasebench_code"]["2048"]
-    assert flat_code["code"]["phase_lock_rate_flipping"]["4"] == 0.0  # always right: no flips
+    assert (
+        flat_code["margin_sweeps"]["phase_lock_rate_flipping"]["4"] == 0.0
+    )  # always right: no flips
     assert flat_code["margin"] > 0
 
 
@@ -137,6 +139,23 @@ def test_report_json_renders_back_without_recomputing(simulated_report, capsys):
     from phasebench.report import render_tables
 
     assert again == render_tables(report)
+
+
+def test_a_format_1_report_still_renders(simulated_report, tmp_path, capsys):
+    """Format 1 filed the margin sweeps under the code family's name; read back, such a file
+    renders as the current one does."""
+    _, report = simulated_report
+    old = json.loads(json.dumps(report))
+    old["format"] = "phasebench-report/1"
+    for body in old["runs"].values():
+        entry = body["tasks"]["phasebench_code"]["2048"]
+        entry["code"] = entry.pop("margin_sweeps")
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    assert main(["report", str(tmp_path / "old.json")]) == 0
+    from phasebench.report import render_tables
+
+    assert capsys.readouterr().out == render_tables(report)
+    assert "phase-lock" in render_tables(report)
 
 
 def test_plots_are_png_and_svg_and_byte_identical(simulated, simulated_report, tmp_path):

@@ -397,8 +397,11 @@ def test_summarize_samples_averages_a_units_repeated_visits_of_a_phase():
     # b: phase 0 (1, 1) 1, 1 (1, 1) 1, 2 (1, 0) .5, 3 (0, 0) 0
     assert [r["acc"] for r in out["per_phase"]] == [0.75, 0.5, 0.75, 0.5]
     assert out["binary"] is False and out["n_base"] == 2 and out["n_samples"] == 16
-    assert out["code"]["patterns"] == ["a", "b"] and out["code"]["pad_first"] == [0, 4]
-    assert out["code"]["margins"][1][:2] == [8.0, 9.0]
+    assert out["margin_sweeps"]["patterns"] == ["a", "b"] and out["margin_sweeps"]["pad_first"] == [
+        0,
+        4,
+    ]
+    assert out["margin_sweeps"]["margins"][1][:2] == [8.0, 9.0]
     # any order of the samples gives the same numbers (rows follow the sorted units)
     order = derive_rng(0, "order").permutation(16)
     again = summarize_samples(

@@ -29,15 +29,16 @@ def phasebench_help() -> str:
     lm-eval's ``run``, and the task metadata keys with their defaults."""
     import textwrap
 
-    from phasebench.lmeval.data import DEFAULT_LENGTHS, DEFAULT_MODULUS, DEFAULT_N_BASE
+    from phasebench.families import get_family, names
+    from phasebench.lmeval.data import DEFAULT_LENGTHS, DEFAULT_MODULUS
     from phasebench.lmeval.harness import GROUP, TASK_FAMILIES
     from phasebench.lmeval.tasks import METRIC_SETS
 
-    n_base = ", ".join(f"{family} {n}" for family, n in DEFAULT_N_BASE.items())
+    n_base = ", ".join(f"{family} {get_family(family).default_n_base}" for family in names())
     keys = [
         ("max_seq_lengths", str(list(DEFAULT_LENGTHS)), "prompt lengths in tokens"),
         ("phase_modulus", str(DEFAULT_MODULUS), "P: phases 0..P-1 (code: a divisor of 16)"),
-        ("n_base", n_base, 'base items per length: one number or {"kv": 32, "code": 8}; kv '
+        ("n_base", n_base, 'base items per length: one number or {"kv": 32, "niah": 16}; kv '
          "and niah need a multiple of P, at least 2P"),
         ("seed", "0", "generation seed"),
         ("metrics", METRIC_SETS[0], f"metric set: {' or '.join(METRIC_SETS)}"),

@@ -7,9 +7,6 @@ import sys
 
 from phasebench.cli import _args
 
-#: Base items per config when --n-base is not given (code: items, each swept 4 x 16 times).
-DEFAULT_N_BASE = {"kv": 256, "niah": 256, "code": 64}
-
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     from phasebench.cli import HelpFormatter
@@ -20,7 +17,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description="Build phase-balanced splits (one folder per length) for a tokenizer.",
         formatter_class=HelpFormatter,
     )
-    gen.add_argument("family", choices=["kv", "niah", "code"], help="split family")
+    from phasebench.families import names
+
+    gen.add_argument("family", choices=names(), help="split family")
     gen.add_argument(
         "--tokenizer",
         default="deepseek-v4",
@@ -49,7 +48,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--n-base",
         type=int,
         default=None,
-        help="base items, each rendered at every phase (default 256; code: 64 items)",
+        help="base items, each rendered at every phase (default: the family's own, 256 for kv "
+        "and niah; code: 64 items, each swept over 4 padding styles x 16 lengths)",
     )
     gen.add_argument(
         "--length-phases",
@@ -93,14 +93,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from phasebench.build import generate
     from phasebench.errors import SpecError
+    from phasebench.families import get_family, names
     from phasebench.specs import SplitSpec
 
-    if args.haystack and args.family != "niah":
-        raise SpecError(f"'--haystack' is for the niah family only (got {args.family})")
-    lengths = args.length or ([0] if args.family == "code" else [])
+    family = get_family(args.family)
+    if args.haystack and not family.takes_haystack:
+        takers = ", ".join(f for f in names() if get_family(f).takes_haystack)
+        raise SpecError(f"'--haystack' is for the {takers} family only (got {args.family})")
+    lengths = args.length or list(family.default_lengths)
     if not lengths:
         raise SpecError("give at least one --length (e.g. --length 4096)")
-    n_base = args.n_base if args.n_base is not None else DEFAULT_N_BASE[args.family]
+    n_base = args.n_base if args.n_base is not None else family.default_n_base
     specs = [
         SplitSpec(
             family=args.family,

@@ -25,6 +25,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     pk.add_argument("source", help="lm-eval --output_path folder (results_*.json, samples_*.jsonl)")
     pk.add_argument("--out", required=True, help="submission folder ORG__MODEL/REVISION")
     pk.add_argument("--submission", default=None, help="submission.yaml to copy alongside")
+    pk.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace files of the same names in --out (refused otherwise; other files stay)",
+    )
     pk.set_defaults(run=_pack)
 
     va = actions.add_parser(
@@ -167,7 +172,7 @@ def _progress(quiet: bool):
 def _pack(args: argparse.Namespace) -> int:
     from phasebench.leaderboard.pack import pack
 
-    for path in pack(args.source, args.out, args.submission):
+    for path in pack(args.source, args.out, args.submission, overwrite=args.overwrite):
         print(path)
     return 0
 

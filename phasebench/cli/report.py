@@ -37,6 +37,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from phasebench.atomic import atomic_files
     from phasebench.report import (
         build_report,
         load_runs,
@@ -52,9 +53,11 @@ def run(args: argparse.Namespace) -> int:
     )
     report = merge_reports(computed, reports)
     print(render_tables(report), end="")
-    if args.json_out:
-        print(f"wrote {write_json(report, args.json_out)}")
-    if args.plots:
-        for path in write_plots(report, args.plots):
-            print(f"wrote {path}")
+    with atomic_files() as files:  # the JSON and every plot, or none of them (a full disk)
+        if args.json_out:
+            write_json(report, args.json_out, files)
+        if args.plots:
+            write_plots(report, args.plots, files)
+    for path in files.targets:
+        print(f"wrote {path}")
     return 0

@@ -1,25 +1,47 @@
-"""Split families: pure functions from (spec, tokenizer) to rows, no I/O.
+"""Split families: pure functions from (spec, tokenizer) to rows, no I/O, each declared once.
 
-Each family is a module (``kv``, ``niah``, ``code``) that satisfies :class:`Family`; its
-``prepare`` returns a plan that satisfies :class:`SplitPlan`. ``build`` and ``verification``
-use nothing else, so a new family is a new module with these functions.
+A family is a module (``kv``, ``niah``, ``code``) whose :data:`FAMILY` is a :class:`Family`: the
+functions that plan, render and check its rows, and every fact the rest of the package asks
+about it (the lm-eval output type, its extra row columns, its default ``n_base``, whether it
+has a margin, how its paired unit is formed, its Hub card tags, ...). No module outside this
+package branches on a family's name: it asks :func:`get_family` for the declaration. So a new
+family is a new module with its ``FAMILY``, made known by :func:`register` (the built-in ones
+are known by name and imported on first use), plus what lives outside Python: its lm-eval task
+YAML (``tasks/phasebench_<name>.yaml``, or one in a folder of its own passed to lm-eval's
+``--include_path``) and, to publish it, its data card section (``data_cards/family_<name>.md``).
+``tests/test_families.py`` runs such a fourth family through every step.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from phasebench.errors import SpecError
-from phasebench.specs import FAMILIES, SplitSpec
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from phasebench.specs import SplitSpec
     from phasebench.tokenization import PhaseTokenizer
 
-__all__ = ["Family", "SplitPlan", "get_family"]
+__all__ = [
+    "BUILTIN",
+    "Family",
+    "SplitPlan",
+    "get_family",
+    "names",
+    "register",
+    "task_name",
+    "unregister",
+]
+
+#: The shortest ``length`` a family whose ``length`` is the prompt's token count accepts.
+MIN_LENGTH = 64
+
+OutputType = Literal["generate_until", "multiple_choice"]
 
 
 @runtime_checkable
@@ -48,36 +70,139 @@ class SplitPlan(Protocol):
         ...
 
 
-class Family(Protocol):
-    """What a family module provides (checked for every family by a test)."""
+@dataclass(frozen=True)
+class Family:
+    """One split family: its functions and every fact the rest of the package asks of it.
 
-    #: Columns the family adds to :data:`phasebench.rows.ROW_FIELDS`.
-    EXTRA_FIELDS: tuple[tuple[str, pa.DataType], ...]
+    Functions: ``prepare(spec, tok)`` plans the config and checks its seams and one whole
+    prompt on the exact path; ``exact_check(plan, row)`` re-encodes one whole prompt and raises
+    if any position differs; ``verify_row(tok, row)`` lists one row's exact-path problems;
+    ``verify_config(spec, meta)`` lists config-level problems (pairing, coverage) from the
+    rows' metadata columns; ``describe(plan)`` gives the family's facts for the manifest and
+    the data card; ``check_spec(spec)``, when given, refuses a spec by the family's own rules
+    that need no tokenizer (``phasebench eval`` asks it before it loads one).
 
-    def prepare(self, spec: SplitSpec, tok: PhaseTokenizer) -> SplitPlan:
-        """Plan the config, check its seams and one whole prompt on the exact path."""
-        ...
+    Facts: ``output_type``, the lm-eval output type of its task (``generate_until``: scored by
+    answer-prefix match of the response; ``multiple_choice``: by the log-likelihoods of
+    ``choices``, so every sample also has a margin); ``extra_fields``, the columns it adds to
+    :data:`phasebench.rows.ROW_FIELDS`; ``default_n_base``, base items per config when none is
+    asked for; ``unit_fields``, the row fields that, after the config length, name its paired
+    unit; ``rows_per_item``, rows one base item renders to (None: one per rendered phase,
+    :attr:`phasebench.specs.SplitSpec.renderings`); ``extra_prompt_tokens``, tokens a prompt
+    holds beyond ``length`` (for the budget and memory estimates); ``min_length`` and
+    ``default_lengths`` of ``length`` (a family whose ``length`` may be left out has
+    ``(0,)``); ``anchor_is_answer``: the anchor is the first answer token, after the whole
+    prompt (else it is the token holding character ``key_char`` of the prompt);
+    ``no_phase_axes``: None where the length-phase axis and phase subsets apply, else why they
+    do not (said when a spec asks for them); ``takes_haystack``: a ``--haystack`` text applies;
+    ``hub_task_category``, ``hub_task_id``, ``hub_tag`` and ``languages``: its data card's task
+    category, task id, tag and languages.
+    """
 
-    def exact_check(self, plan: Any, row: dict[str, Any]) -> None:
-        """Re-encode one whole prompt and raise if any position differs."""
-        ...
+    name: str
+    prepare: Callable[[SplitSpec, PhaseTokenizer], SplitPlan]
+    exact_check: Callable[[Any, dict[str, Any]], None]
+    verify_row: Callable[[PhaseTokenizer, dict[str, Any]], list[str]]
+    verify_config: Callable[[SplitSpec, dict[str, list]], list[str]]
+    describe: Callable[[Any], dict[str, Any]]
+    check_spec: Callable[[SplitSpec], None] | None = None
+    output_type: OutputType = "generate_until"
+    extra_fields: tuple[tuple[str, pa.DataType], ...] = ()
+    default_n_base: int = 256
+    unit_fields: tuple[str, ...] = ("base_id",)
+    rows_per_item: int | None = None
+    extra_prompt_tokens: int = 0
+    min_length: int = MIN_LENGTH
+    default_lengths: tuple[int, ...] = ()
+    anchor_is_answer: bool = False
+    no_phase_axes: str | None = None
+    takes_haystack: bool = False
+    hub_task_category: str = "text-generation"
+    hub_task_id: str | None = None
+    hub_tag: str = ""
+    languages: tuple[str, ...] = ("en",)
 
-    def verify_row(self, tok: PhaseTokenizer, row: dict[str, Any]) -> list[str]:
-        """Exact-path problems of one row, independent of the plan."""
-        ...
+    @property
+    def task(self) -> str:
+        """Its lm-eval task name (``phasebench_<name>``)."""
+        return task_name(self.name)
 
-    def verify_config(self, spec: SplitSpec, meta: dict[str, list]) -> list[str]:
-        """Config-level problems (pairing, coverage) from the rows' metadata columns."""
-        ...
+    @property
+    def has_margin(self) -> bool:
+        """Scored by log-likelihoods, so every sample has a margin (log p(right) minus log p(best
+        distractor)) besides its 0/1 accuracy."""
+        return self.output_type == "multiple_choice"
 
-    def describe(self, plan: Any) -> dict[str, Any]:
-        """Family facts for the manifest and the data card."""
-        ...
+    def paired_unit(self, row: Mapping[str, Any]) -> str:
+        """What is paired across phases: ``<config length>/<unit fields...>`` (a base item,
+        ``"4096/17"``, or a code sweep, ``"0/cast-0003/comment_dash"``)."""
+        from phasebench.rows import config_length
+
+        parts = [str(config_length(row))]
+        for name in self.unit_fields:
+            value = row[name]
+            parts.append(str(int(value)) if name == "base_id" else str(value))
+        return "/".join(parts)
+
+    def estimated_size(self, spec: SplitSpec) -> tuple[int, int]:
+        """``(rows, prompt tokens)`` of ``spec``'s config: ``n_base`` items times their rows,
+        tokens are rows times the longest prompt."""
+        if self.rows_per_item is not None:
+            rows = spec.n_base * self.rows_per_item
+            return rows, rows * (spec.length + self.extra_prompt_tokens)
+        rows = spec.n_base * spec.renderings
+        longest = spec.length + self.extra_prompt_tokens
+        longest += spec.modulus - 1 if spec.length_phases else 0
+        return rows, rows * longest
+
+
+#: Family name -> the module that declares it (imported on first use: each has its templates).
+_MODULES: dict[str, str] = {
+    "kv": "phasebench.families.kv",
+    "niah": "phasebench.families.niah",
+    "code": "phasebench.families.code",
+}
+#: The families phasebench ships (the lm-eval group ``phasebench`` runs their tasks).
+BUILTIN: tuple[str, ...] = tuple(_MODULES)
+_LOADED: dict[str, Family] = {}
+
+
+def task_name(family: str) -> str:
+    """The lm-eval task of a family: ``phasebench_<family>``."""
+    return f"phasebench_{family}"
+
+
+def names() -> tuple[str, ...]:
+    """Every known family, built-in ones first (the order of tables and cards)."""
+    return tuple(_MODULES)
+
+
+def register(family: Family, module: str | None = None) -> Family:
+    """Make ``family`` known under its name. ``module`` is where its ``FAMILY`` is declared, for
+    a process that looks it up by name (default: the module of ``family.prepare``)."""
+    if not isinstance(family, Family):
+        raise SpecError(f"a family is declared as a Family (got {type(family).__name__})")
+    if family.name in _MODULES and _LOADED.get(family.name) is not family:
+        raise SpecError(f"a family named {family.name!r} is already known")
+    _MODULES[family.name] = module or family.prepare.__module__
+    _LOADED[family.name] = family
+    return family
+
+
+def unregister(name: str) -> None:
+    """Forget a registered family (tests); the built-in ones cannot be removed."""
+    if name in BUILTIN:
+        raise SpecError(f"{name!r} is a built-in family")
+    _MODULES.pop(name, None)
+    _LOADED.pop(name, None)
 
 
 def get_family(spec: SplitSpec | str) -> Family:
-    """The family module of ``spec`` (imported on first use: each has its own templates)."""
+    """The declaration of ``spec``'s family, or of the family named so (its module imported on
+    first use); an unknown name is refused with the list of known ones."""
     name = spec if isinstance(spec, str) else spec.family
-    if name not in FAMILIES:
-        raise SpecError(f"'family' must be one of {', '.join(FAMILIES)} (got {name!r})")
-    return importlib.import_module(f"phasebench.families.{name}")  # type: ignore[return-value]
+    if name not in _LOADED:
+        if name not in _MODULES:
+            raise SpecError(f"'family' must be one of {', '.join(_MODULES)} (got {name!r})")
+        _LOADED[name] = importlib.import_module(_MODULES[name]).FAMILY
+    return _LOADED[name]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from phasebench import templates
+from phasebench.families import Family
 from phasebench.families import needle as engine
 from phasebench.rng import derive_rng
 from phasebench.specs import SplitSpec
@@ -86,7 +87,6 @@ def verify_row(tok: PhaseTokenizer, row: dict) -> list[str]:
 
 exact_check = engine.exact_check
 verify_config = engine.verify_config
-EXTRA_FIELDS: tuple = ()
 
 
 #: The spec's own rules, checked before any tokenizer loads (``phasebench eval``).
@@ -105,3 +105,18 @@ def describe(plan: engine.NeedlePlan) -> dict:
         "records_per_prompt_min": int(np.min(records)),
         "records_per_prompt_max": int(np.max(records)),
     }
+
+
+FAMILY = Family(
+    name="kv",
+    prepare=prepare,
+    exact_check=exact_check,
+    verify_row=verify_row,
+    verify_config=verify_config,
+    describe=describe,
+    check_spec=check_spec,
+    default_n_base=256,
+    hub_task_category="question-answering",
+    hub_task_id="extractive-qa",
+    hub_tag="key-value-retrieval",
+)

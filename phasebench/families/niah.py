@@ -31,6 +31,7 @@ import yaml
 
 from phasebench import templates
 from phasebench.errors import AssemblyError, SpecError
+from phasebench.families import Family
 from phasebench.families import needle as engine
 from phasebench.rng import derive_rng
 from phasebench.specs import SplitSpec
@@ -272,7 +273,6 @@ def verify_row(tok: PhaseTokenizer, row: dict) -> list[str]:
 
 exact_check = engine.exact_check
 verify_config = engine.verify_config
-EXTRA_FIELDS: tuple = ()
 
 
 #: The spec's own rules, checked before any tokenizer loads (``phasebench eval``).
@@ -308,3 +308,19 @@ def describe(plan: engine.NeedlePlan) -> dict:
         "haystack_distinct_4gram_share": round(distinct_ngram_share(body_ids), 4),
         "example_needle": first.needle.lead + first.needle.keyed,
     }
+
+
+FAMILY = Family(
+    name="niah",
+    prepare=prepare,
+    exact_check=exact_check,
+    verify_row=verify_row,
+    verify_config=verify_config,
+    describe=describe,
+    check_spec=check_spec,
+    default_n_base=256,
+    takes_haystack=True,
+    hub_task_category="question-answering",
+    hub_task_id="extractive-qa",
+    hub_tag="needle-in-a-haystack",
+)

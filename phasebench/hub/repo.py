@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,9 +20,16 @@ import pyarrow.parquet as pq
 
 from phasebench import build
 from phasebench._version import __version__
-from phasebench.atomic import check_writable_dir, staged_folder
+from phasebench.atomic import (
+    atomic_copy,
+    atomic_write_bytes,
+    atomic_write_text,
+    check_writable_dir,
+    staged_folder,
+)
 from phasebench.build import HASH_KEY, MANIFEST, content_hash, read_manifest
 from phasebench.errors import HubError, SplitError
+from phasebench.families import names as family_names
 from phasebench.hub.benchmark import EVAL_FILE, render_eval_yaml
 from phasebench.hub.card import render_card
 from phasebench.hub.naming import (
@@ -36,7 +42,6 @@ from phasebench.hub.naming import (
     file_sha256,
     manifest_config_name,
 )
-from phasebench.specs import FAMILIES
 
 
 @dataclass(frozen=True)
@@ -104,7 +109,7 @@ def _collect(generated: Sequence[Path | str]) -> list[_Source]:
                     f"regenerate it with `phasebench generate`"
                 )
             sources[name] = source
-    order = {f: i for i, f in enumerate(FAMILIES)}
+    order = {f: i for i, f in enumerate(family_names())}
     return sorted(
         sources.values(),
         key=lambda s: (order[s.family], s.manifest["spec"]["length"], s.name),
@@ -204,21 +209,17 @@ def build_repo(
     }
     with staged_folder(out, marker=INDEX) as tmp:  # built beside, validated, swapped in
         for s in sources:
-            (tmp / s.name).mkdir(parents=True, exist_ok=True)
-            (tmp / s.name / MANIFEST).write_bytes(s.manifest_bytes)
+            atomic_write_bytes(tmp / s.name / MANIFEST, s.manifest_bytes)
             for src, repo_path, _ in s.files():
-                (tmp / repo_path).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(src, tmp / repo_path)
-        (tmp / INDEX).write_text(json.dumps(index, indent=2, sort_keys=True) + "\n", "utf-8")
-        (tmp / CARD).write_text(
-            render_card(
-                index,
-                {s.name: s.manifest for s in sources},
-                {s.name: pq.read_schema(s.files()[0][0]) for s in sources},
-            ),
-            encoding="utf-8",
+                atomic_copy(src, tmp / repo_path)
+        atomic_write_text(tmp / INDEX, json.dumps(index, indent=2, sort_keys=True) + "\n")
+        card = render_card(
+            index,
+            {s.name: s.manifest for s in sources},
+            {s.name: pq.read_schema(s.files()[0][0]) for s in sources},
         )
-        (tmp / EVAL_FILE).write_text(render_eval_yaml(index), encoding="utf-8")
+        atomic_write_text(tmp / CARD, card)
+        atomic_write_text(tmp / EVAL_FILE, render_eval_yaml(index))
         validate_repo(tmp, deep=False)
     return out
 
@@ -293,8 +294,8 @@ def _index_problem(index: dict) -> str | None:
         if name in names:
             return f"config {name} is listed twice"
         names.add(name)
-        if c.get("family") not in FAMILIES or not _count(c.get("length")):
-            return f"config {name} needs a family ({', '.join(FAMILIES)}) and a length"
+        if c.get("family") not in family_names() or not _count(c.get("length")):
+            return f"config {name} needs a family ({', '.join(family_names())}) and a length"
         if c.get("manifest") != f"{name}/{MANIFEST}":
             return (
                 f"config {name}: manifest {ascii(c.get('manifest'))[:80]} is not {name}/{MANIFEST}"

@@ -22,7 +22,6 @@ import hashlib
 import json
 import os
 import resource
-import shutil
 import subprocess
 import sys
 import time
@@ -30,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from phasebench.atomic import atomic_file, atomic_write_text, staged_folder
 from phasebench.errors import PhasebenchError
 
 #: The audited presses, by short name: the press, its inner scorer and fixed fields. The
@@ -86,15 +86,17 @@ def export_tokenizer(name: str, args: Mapping[str, str], out: Path) -> dict[str,
     from phasebench.leaderboard.regenerate import validation_tokenizer
 
     tok = validation_tokenizer(name, dict(args))
-    out.mkdir(parents=True, exist_ok=True)
-    tok.hf.save_pretrained(str(out))
     record = {
         "name": name,
         "args": dict(args),
         "fingerprint": tok.fingerprint,
         "transformers_version": transformers.__version__,
     }
-    (out / TOKENIZER_RECORD).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+    with staged_folder(out, marker=TOKENIZER_RECORD) as staging:
+        tok.hf.save_pretrained(str(staging))  # transformers writes into the staging folder
+        atomic_write_text(
+            staging / TOKENIZER_RECORD, json.dumps(record, indent=2, sort_keys=True) + "\n"
+        )
     return record
 
 
@@ -159,7 +161,6 @@ def run_one(command: Sequence[str], folder: Path, threads: int = 1) -> dict[str,
     done = folder / "run.json"
     if done.exists():
         return json.loads(done.read_text())
-    folder.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
     env.update(
         OMP_NUM_THREADS=str(threads),
@@ -170,7 +171,7 @@ def run_one(command: Sequence[str], folder: Path, threads: int = 1) -> dict[str,
     )
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    with open(folder / "eval.log", "w") as log:
+    with atomic_file(folder / "eval.log") as log:  # the whole log, kept when the run fails
         proc = subprocess.run(list(command), env=env, stdout=log, stderr=subprocess.STDOUT)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -183,9 +184,7 @@ def run_one(command: Sequence[str], folder: Path, threads: int = 1) -> dict[str,
         "wall_s": wall,
         "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
     }
-    tmp = done.with_suffix(".tmp")
-    tmp.write_text(json.dumps(record, indent=2) + "\n")
-    tmp.replace(done)
+    atomic_write_text(done, json.dumps(record, indent=2) + "\n")
     return record
 
 
@@ -226,15 +225,11 @@ def pack_submission(out: Path, meta: Mapping[str, Any], submissions: Path) -> Pa
     target = folder / f"{meta['revision']}+{meta['variant']}"
     if target.exists():
         raise PhasebenchError(f"{str(target)!r} exists; remove it to pack this run again")
-    yaml_path = out.parent / "submission.yaml"
-    yaml_path.write_text(yaml.safe_dump(dict(meta), sort_keys=True))
-    tmp = folder / f".{target.name}.tmp"
-    try:
-        pack(out, tmp, yaml_path)
-        tmp.replace(target)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp)
+    yaml_path = atomic_write_text(
+        out.parent / "submission.yaml", yaml.safe_dump(dict(meta), sort_keys=True)
+    )
+    with staged_folder(target) as staging:  # all of it or nothing
+        pack(out, staging, yaml_path)
     return target
 
 

@@ -24,10 +24,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from phasebench.atomic import staged_folder
+from phasebench.atomic import atomic_write_text, staged_folder
 from phasebench.errors import OutputError
+from phasebench.families import names as family_names
 from phasebench.hub.benchmark import task_id
-from phasebench.specs import FAMILIES
 
 #: Marks a folder this module wrote: only such a folder (or an empty one) is replaced.
 MARKER = ".phasebench-eval-results"
@@ -44,7 +44,7 @@ def board_link(site_url: str, board: str) -> str:
 
 def _family(task: str) -> str:
     family = task.removeprefix("phasebench_")
-    if family not in FAMILIES:
+    if family not in family_names():
         raise OutputError(f"board task {task!r} is not a phasebench task (phasebench_<family>)")
     return family
 
@@ -132,7 +132,5 @@ def export_eval_results(
             parsed = parse_eval_result_entries(yaml.safe_load(text))
             if len(parsed) != len(entries):
                 raise OutputError(f"{rel} does not read back as eval results")
-            path = staging / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
+            atomic_write_text(staging / rel, text)
     return sorted(p for p in out.rglob("*.yaml") if FOLDER in p.parts)

@@ -12,10 +12,11 @@ from __future__ import annotations
 import gzip
 import io
 import json
-import shutil
 from pathlib import Path
+from typing import BinaryIO
 
-from phasebench.errors import SamplesError
+from phasebench.atomic import atomic_files, check_writable_dir
+from phasebench.errors import OutputError, SamplesError
 from phasebench.leaderboard.collect import (
     RESULTS_NAME,
     SAMPLES_NAME,
@@ -54,19 +55,26 @@ def pack_record(record: dict) -> dict:
     return out
 
 
-def _write_gzip(path: Path, lines: list[str]) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as raw:
-        with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=9) as gz:
-            with io.TextIOWrapper(gz, encoding="utf-8", newline="\n") as text:
-                for line in lines:
-                    text.write(line + "\n")
-    tmp.replace(path)
+def _write_gzip(raw: BinaryIO, lines: list[str]) -> None:
+    with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=9) as gz:
+        with io.TextIOWrapper(gz, encoding="utf-8", newline="\n") as text:
+            for line in lines:
+                text.write(line + "\n")
 
 
-def pack(source: Path | str, out: Path | str, submission: Path | str | None = None) -> list[Path]:
+def pack(
+    source: Path | str,
+    out: Path | str,
+    submission: Path | str | None = None,
+    *,
+    overwrite: bool = False,
+) -> list[Path]:
     """Pack the lm-eval output under ``source`` (a folder with results_*.json and samples_*.jsonl,
-    possibly one level down in lm-eval's model sub-folder) into the folder ``out``."""
+    possibly one level down in lm-eval's model sub-folder) into the folder ``out``.
+
+    Every file appears at once when all of them are written, none of them otherwise (a full
+    disk leaves no partial file). A file of the same name already in ``out`` is refused before
+    any work unless ``overwrite`` (other files there, such as another run's, are kept)."""
     source, out = Path(source), Path(out)
     if not source.is_dir():
         raise SamplesError(f"{str(source)!r} is not a folder of lm-eval output")
@@ -79,14 +87,27 @@ def pack(source: Path | str, out: Path | str, submission: Path | str | None = No
             f"no results_*.json under {str(source)!r}; run lm-eval with --output_path and "
             f"--log_samples"
         )
-    out.mkdir(parents=True, exist_ok=True)
-    written = []
+    plan: list[tuple[Path, Path, bool]] = []  # (source file, packed file, gzip its samples?)
     for path in sorted(folder.iterdir()):
         if RESULTS_NAME.match(path.name):
-            shutil.copyfile(path, out / path.name)
-            written.append(out / path.name)
-        match = SAMPLES_NAME.match(path.name)
-        if match and not path.name.endswith(".gz"):
+            plan.append((path, out / path.name, False))
+        if SAMPLES_NAME.match(path.name) and not path.name.endswith(".gz"):
+            plan.append((path, out / (path.name + ".gz"), True))
+    if submission is not None:
+        plan.append((Path(submission), out / SUBMISSION_FILE, False))
+    check_writable_dir(out)
+    taken = [target.name for _, target, _ in plan if target.exists() or target.is_symlink()]
+    if taken and not overwrite:
+        raise OutputError(
+            f"--out {str(out)!r} already holds {', '.join(taken[:3])}"
+            f"{f' and {len(taken) - 3} more' if len(taken) > 3 else ''}; choose another --out "
+            f"or pass overwrite=True (--overwrite) to replace them"
+        )
+    with atomic_files() as files:  # --out itself is removed again if it was made and this fails
+        for path, target, gzipped in plan:
+            if not gzipped:
+                files.add_copy(path, target)
+                continue
             lines = []
             try:
                 for number, record in enumerate(iter_samples(path, PACK_LIMITS), 1):
@@ -97,10 +118,5 @@ def pack(source: Path | str, out: Path | str, submission: Path | str | None = No
                     lines.append(json.dumps(packed, ensure_ascii=False, separators=(",", ":")))
             except Refused as exc:
                 raise SamplesError(exc.problem.line()) from None
-            target = out / (path.name + ".gz")
-            _write_gzip(target, lines)
-            written.append(target)
-    if submission is not None:
-        shutil.copyfile(submission, out / SUBMISSION_FILE)
-        written.append(out / SUBMISSION_FILE)
-    return written
+            _write_gzip(files.open(target), lines)
+    return files.targets

@@ -17,11 +17,11 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from phasebench.atomic import scratch_folder
 from phasebench.errors import MissingPackageError, TokenizerError
 
 #: Installed packages that may ship a tokenizer for validation (``python:PACKAGE``), named here
@@ -128,7 +128,7 @@ class Regenerator:
     into a cache folder that several validating processes share."""
 
     def __init__(self, cache: Path | None = None) -> None:
-        self._tmp = None if cache else tempfile.TemporaryDirectory(prefix="phasebench-lb-")
+        self._tmp = None if cache else scratch_folder("phasebench-lb-")
         self.cache = Path(cache) if cache else Path(self._tmp.name)
         self._rows: dict[tuple, dict[str, dict[str, Any]]] = {}
         self._tokenizers: dict[tuple, Any] = {}

@@ -25,7 +25,7 @@ import jinja2
 
 from phasebench import metrics
 from phasebench._version import __version__
-from phasebench.atomic import check_replaceable, staged_folder
+from phasebench.atomic import atomic_write_text, check_replaceable, staged_folder
 from phasebench.errors import OutputError
 from phasebench.leaderboard import charts
 
@@ -196,10 +196,8 @@ def render_site(
 
     def write(rel: str, template: str, **context: Any) -> None:
         path = out / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
         text = env.get_template(template).render(**context)
-        path.write_text(text, encoding="utf-8")  # inside build_site's staging folder
-        written.append(path)
+        written.append(atomic_write_text(path, text))
 
     boards = []
     order = {r["board"]: (r["task"], r["length"]) for r in board["rows"]}
@@ -256,26 +254,24 @@ def render_site(
     for name in STATIC_PAGES:
         write(name, f"{name}.j2", root=".", bibtex=study_bibtex(), **common)
     schema = resources.files("phasebench.leaderboard") / "submission.schema.json"
-    (out / "submission.schema.json").write_text(
-        schema.read_text(encoding="utf-8"), encoding="utf-8"
-    )
-    written.append(out / "submission.schema.json")
+    written.append(atomic_write_text(out / "submission.schema.json", schema.read_text("utf-8")))
     board_slugs = {(r["task"], r["length"]): _slug(r["board"]) for r in board["rows"]}
     for page, detail in sorted(board["models"].items()):
         items = []
         for n, entry in enumerate(detail["boards"], start=1):
             summary = entry["summary"]
+            sweeps = summary.get("margin_sweeps")  # a family with a margin
             items.append(
                 {
                     "entry": entry,
                     "board": board_slugs.get((entry["task"], entry["length"])),
                     "profile": functools.partial(charts.profile_svg, summary, f"profile-{n}"),
                     "strip": (
-                        functools.partial(charts.margin_strip_svg, summary["code"], f"strip-{n}")
-                        if summary.get("code")
+                        functools.partial(charts.margin_strip_svg, sweeps, f"strip-{n}")
+                        if sweeps
                         else None
                     ),
-                    "bound": charts.margin_bound(summary["code"]) if summary.get("code") else None,
+                    "bound": charts.margin_bound(sweeps) if sweeps else None,
                 }
             )
         write(
@@ -290,9 +286,7 @@ def render_site(
     write("rejections.html", "rejections.html.j2", report=board["rejections"], root=".", **common)
     for name in ASSETS:
         source = resources.files("phasebench.leaderboard") / "templates" / name
-        (out / "assets").mkdir(parents=True, exist_ok=True)
-        (out / "assets" / name).write_text(source.read_text(encoding="utf-8"), encoding="utf-8")
-        written.append(out / "assets" / name)
+        written.append(atomic_write_text(out / "assets" / name, source.read_text("utf-8")))
     return written
 
 

@@ -29,7 +29,7 @@ import pandas as pd
 
 from phasebench import metrics
 from phasebench._version import __version__
-from phasebench.atomic import atomic_write_text
+from phasebench.atomic import atomic_file, atomic_write_text, make_folder
 from phasebench.leaderboard.validate import Outcome, Submission
 from phasebench.samples import ScoredRecord, summarize_records
 
@@ -87,8 +87,8 @@ def summarize_board(frame: pd.DataFrame) -> dict[str, Any]:
         )  # fmt: skip
     out = summarize_records(records, n_boot=metrics.N_BOOT, n_perm=metrics.N_PERM,
                             seed=metrics.SEED)  # fmt: skip
-    if "code" in out:
-        out["code"]["phase_lock_stride"] = metrics.LOCK_STRIDE
+    if "margin_sweeps" in out:
+        out["margin_sweeps"]["phase_lock_stride"] = metrics.LOCK_STRIDE
     return out
 
 
@@ -432,7 +432,7 @@ def per_phase_table(board: Mapping[str, Any]) -> pd.DataFrame:
 
 def write_tables(board: Mapping[str, Any], out: Path) -> list[Path]:
     """leaderboard.json / .csv / .parquet and per_phase.parquet (each written atomically)."""
-    out.mkdir(parents=True, exist_ok=True)
+    make_folder(out)
     paths = [out / "leaderboard.json", out / "leaderboard.csv"]
     # compact: json's C encoder (indent= falls back to the pure-Python one, 20 s at 1,000 entries)
     text = json.dumps(board, sort_keys=True, allow_nan=False, separators=(",", ":"))
@@ -445,8 +445,7 @@ def write_tables(board: Mapping[str, Any], out: Path) -> list[Path]:
         ("per_phase.parquet", per_phase_table(board)),
     ):
         path = out / name
-        tmp = path.with_name(f".{name}.tmp")
-        frame.to_parquet(tmp, index=False)
-        tmp.replace(path)
+        with atomic_file(path) as handle:
+            frame.to_parquet(handle, index=False)
         paths.append(path)
     return paths

@@ -46,7 +46,6 @@ import errno
 import json
 import math
 import os
-import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,6 +53,7 @@ from typing import Any
 
 import pandas as pd
 
+from phasebench.atomic import scratch_folder
 from phasebench.errors import MachineError, PhasebenchError, SubmissionsError
 from phasebench.leaderboard.checks import check_task, task_configs
 from phasebench.leaderboard.collect import (
@@ -321,7 +321,7 @@ def validate_all(
     folders, problems = submission_folders(root)
     outcome.refused.extend((p.file, [p]) for p in problems)
     answers: dict[str, dict[str, Any]] = {}
-    with tempfile.TemporaryDirectory(prefix="phasebench-lb-") as scratch:
+    with scratch_folder("phasebench-lb-") as scratch:
         shared = Path(cache) if cache else Path(scratch)
         requests = {}
         store = None

@@ -12,21 +12,24 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
-import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from phasebench._version import GENERATOR_VERSION
+from phasebench.atomic import remove_entry, staged_folder
 from phasebench.errors import EvalError, SpecError, SplitError, TokenizerError
-from phasebench.specs import FAMILIES, TOKENIZER_ARG_NAMES, SplitSpec
+from phasebench.families import get_family
+from phasebench.specs import TOKENIZER_ARG_NAMES, SplitSpec
 from phasebench.tokenization import PhaseTokenizer, encoding_difference, load_tokenizer
+
+log = logging.getLogger(__name__)
 
 DEFAULT_LENGTHS = (4096,)
 DEFAULT_MODULUS = 8
-DEFAULT_N_BASE = {"kv": 256, "niah": 256, "code": 64}
 
 
 def cache_root() -> Path:
@@ -67,8 +70,10 @@ def _lengths(kwargs: Mapping[str, Any]) -> tuple[int, ...] | None:
 
 
 def _n_base(family: str, value: Any) -> int:
-    """``n_base`` is one number for every family or a mapping such as ``{"kv": 32, "code": 8}``
-    (code counts items, each swept over 4 padding styles x 16 lengths)."""
+    """``n_base`` is one number for every family or a mapping from family to count such as
+    ``{"kv": 32, "niah": 16}`` (code counts items, each swept over 4 padding styles x 16
+    lengths); a family the mapping leaves out, or no ``n_base`` at all, gets the family's
+    declared default."""
     if isinstance(value, str) and value.strip().startswith("{"):
         try:
             value = json.loads(value)
@@ -77,12 +82,12 @@ def _n_base(family: str, value: Any) -> int:
     if isinstance(value, Mapping):
         value = value.get(family)
     if value is None:
-        return DEFAULT_N_BASE[family]
+        return get_family(family).default_n_base
     try:
         return int(value)
     except (TypeError, ValueError):
         raise SpecError(
-            f'\'n_base\' must be an integer or a mapping like {{"kv": 32, "code": 8}} '
+            f'\'n_base\' must be an integer or a mapping like {{"kv": 32, "niah": 16}} '
             f"(got {value!r})"
         ) from None
 
@@ -111,21 +116,21 @@ def _length_phases(value: Any) -> str | None:
 
 def split_specs(family: str, kwargs: Mapping[str, Any]) -> list[SplitSpec]:
     """The specs a task run asks for: one per length in ``max_seq_lengths``."""
-    if family not in FAMILIES:
-        raise SpecError(f"'family' must be one of {', '.join(FAMILIES)} (got {family!r})")
+    declared = get_family(family)  # an unknown name is refused, the known ones listed
+    axes = declared.no_phase_axes is None  # the length axis and phase subsets apply
     name, args = tokenizer_source(kwargs)
     return [
         SplitSpec(
-            family=family,  # type: ignore[arg-type]
+            family=family,
             length=length,
             modulus=_integer(kwargs, "phase_modulus", DEFAULT_MODULUS),
             n_base=_n_base(family, kwargs.get("n_base")),
             seed=_integer(kwargs, "seed", 0),
             tokenizer=name,
             tokenizer_args=tuple((k, str(v)) for k, v in args.items()),
-            # code sweeps its prompt length already: the axis knobs are for kv and niah
-            length_phases=None if family == "code" else _length_phases(kwargs.get("length_phases")),
-            phases=() if family == "code" else (kwargs.get("phases") or ()),
+            # a family that sweeps its prompt length already (code) ignores the axis knobs
+            length_phases=_length_phases(kwargs.get("length_phases")) if axes else None,
+            phases=(kwargs.get("phases") or ()) if axes else (),
         )
         for length in (_lengths(kwargs) or DEFAULT_LENGTHS)
     ]
@@ -162,8 +167,16 @@ def cached_split(
     rows = _checked_rows(final, spec, tok)
     if rows is not None:
         return folder, rows
+    if final.exists() or final.is_symlink():
+        log.warning(
+            "the cached split %s does not check against its key (edited, incomplete or "
+            "another spec or tokenizer); building it again",
+            final,
+        )
+    else:
+        log.info("generating %s for this tokenizer into the cache %s", spec.config_name, splits)
     _discard(final, splits)
-    _build_entry(spec, tok, splits, final, key, progress)
+    _build_entry(spec, tok, final, progress)
     rows = _checked_rows(final, spec, tok)
     if rows is None:
         raise SplitError(f"the cache entry {str(final)!r} does not check after it was rebuilt")
@@ -188,36 +201,17 @@ def _checked_rows(final: Path, spec: SplitSpec, tok: PhaseTokenizer) -> list[dic
 
 def _discard(entry: Path, splits: Path) -> None:
     """Remove one cache entry (only ever a direct child of the cache's ``splits`` folder)."""
-    if entry.parent != splits or not (entry.exists() or entry.is_symlink()):
-        return
-    if entry.is_symlink() or not entry.is_dir():
-        entry.unlink(missing_ok=True)
-        return
-    trash = splits / f".trash-{entry.name}-{os.getpid()}"
-    try:
-        os.replace(entry, trash)
-    except FileNotFoundError:  # another process discarded it first
-        return
-    shutil.rmtree(trash, ignore_errors=True)
+    if entry.parent == splits:
+        remove_entry(entry, splits)
 
 
-def _build_entry(
-    spec: SplitSpec, tok: PhaseTokenizer, splits: Path, final: Path, key: str, progress: bool
-) -> None:
+def _build_entry(spec: SplitSpec, tok: PhaseTokenizer, final: Path, progress: bool) -> None:
+    """Generate the entry beside ``final`` and rename it into place; when another process put
+    the same entry there first, its copy is kept (equal by construction, and checked)."""
     from phasebench.build import generate
 
-    tmp = splits / f".tmp-{spec.config_name}-{key}-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        generate([spec], tmp, progress=progress, tokenizer=tok)
-        try:
-            os.replace(tmp, final)
-        except OSError:  # another process finished the same split first
-            if not (final / spec.config_name / "manifest.json").exists():
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    with staged_folder(final, keep_existing=True) as staging:
+        generate([spec], staging, progress=progress, tokenizer=tok)
 
 
 def prebuilt_folders(
@@ -362,7 +356,7 @@ def chat_shift(
     whole = before + row["prompt"] + after
     enc = tok.hf(whole, return_offsets_mapping=True, add_special_tokens=special)
     extra = len(enc["input_ids"]) - int(row["length"])
-    if row["family"] == "code":  # the anchor is the first answer token: after the whole context
+    if get_family(row["family"]).anchor_is_answer:  # the first answer token: after the context
         return len(enc["input_ids"]) - int(row["anchor_index"]), extra
     anchor_char = len(before) + int(row["key_char"])
     for i, (s, e) in enumerate(enc["offset_mapping"]):

@@ -28,9 +28,19 @@ from phasebench.lmeval.witness import (
 from phasebench.resources import resource_dir
 from phasebench.samples import MODEL_NAME_KEYS, SAMPLES_NAME, run_name, served_label
 
-#: lm-eval task name -> split family; the group ``phasebench`` runs all three.
-TASK_FAMILIES = {"phasebench_niah": "niah", "phasebench_kv": "kv", "phasebench_code": "code"}
+#: The lm-eval group that runs the task of every built-in family.
 GROUP = "phasebench"
+
+
+def task_families() -> dict[str, str]:
+    """lm-eval task name -> split family, for every known family (a registered one too)."""
+    from phasebench.families import names, task_name
+
+    return {task_name(name): name for name in names()}
+
+
+#: The built-in families' tasks (lm-eval task name -> family).
+TASK_FAMILIES = task_families()
 #: lm-eval's ``hf`` backend default when neither the arguments nor the config name a length.
 HF_DEFAULT_MAX_LENGTH = 2048
 #: lm-eval's OpenAI-style backends (``TemplateAPI``): the context is ``max_length`` in
@@ -51,14 +61,27 @@ def tasks_dir() -> str:
 
 def requested_families(tasks: Sequence[str]) -> list[str]:
     """Families of the phasebench tasks among lm-eval ``--tasks`` values (others are ignored)."""
+    from phasebench.families import BUILTIN
+
     names = [t.strip() for item in tasks for t in str(item).split(",") if t.strip()]
+    known = task_families()
     found: list[str] = []
     for name in names:
         if name == GROUP:
-            found.extend(TASK_FAMILIES.values())
-        elif name in TASK_FAMILIES:
-            found.append(TASK_FAMILIES[name])
+            found.extend(BUILTIN)
+        elif name in known:
+            found.append(known[name])
     return list(dict.fromkeys(found))
+
+
+def _own_tasks(ns: Any) -> bool:
+    """Whether every ``--tasks`` name is one of phasebench's (then lm-eval need not index its
+    own task files to find them)."""
+    from phasebench.lmeval import compat
+
+    tasks = ns.tasks if isinstance(ns.tasks, list | tuple) else [ns.tasks or ""]
+    names = {t.strip() for item in tasks for t in str(item).split(",") if t.strip()}
+    return bool(names) and names <= compat.task_names(tasks_dir())
 
 
 def model_max_length(model_args: Mapping[str, Any], backend: str | None = None) -> int:
@@ -112,9 +135,12 @@ def _context(model_args: Mapping[str, Any], key: str, default: int) -> int:
 
 
 def generation_budget(family: str, gen_kwargs: Mapping[str, Any] | None) -> int:
-    """Tokens the backend reserves after the prompt: ``max_gen_toks`` for kv and niah (the
-    YAML's 16 unless ``--gen_kwargs`` overrides it), the scored answer token for code."""
-    if family == "code":
+    """Tokens the backend reserves after the prompt: ``max_gen_toks`` for a generate_until
+    family such as kv and niah (the YAML's 16 unless ``--gen_kwargs`` overrides it), the scored
+    answer token for a multiple_choice one (code)."""
+    from phasebench.families import get_family
+
+    if get_family(family).output_type == "multiple_choice":
         return 1
     if gen_kwargs and gen_kwargs.get("max_gen_toks"):
         return int(gen_kwargs["max_gen_toks"])
@@ -161,7 +187,7 @@ def check_metadata(families: Sequence[str], kwargs: Mapping[str, Any]) -> None:
     for family in families:
         for spec in split_specs(family, kwargs):
             # a family's rules that need no tokenizer (n_base against the modulus, ...)
-            check = getattr(get_family(spec), "check_spec", None)
+            check = get_family(spec).check_spec
             if check is not None:
                 check(spec)
 
@@ -171,6 +197,7 @@ def prepare(ns: Any) -> None:
 
     ``ns`` is lm-eval's parsed ``run`` namespace; with ``--apply_chat_template`` its metadata
     gains the flag so the tasks relabel phases for the templated sequence."""
+    from phasebench.families import get_family
     from phasebench.lmeval.data import resolve_split
 
     families = requested_families(ns.tasks or [])
@@ -189,9 +216,9 @@ def prepare(ns: Any) -> None:
     max_length = model_max_length(model_args, backend)
     for family in families:
         split = resolve_split(family, **(model_args | metadata))
-        # the prompt as the model receives it (code: the anchor is the prompt's token count;
-        # kv, niah: the templated sequence's under a chat template)
-        if family == "code":
+        # the prompt as the model receives it (code, whose anchor is the answer: the anchor is
+        # the prompt's token count; kv, niah: the templated sequence's under a chat template)
+        if get_family(family).anchor_is_answer:
             longest = max(int(r["anchor_index"]) for r in split.rows)
         else:
             longest = max(served_label(r) for r in split.rows)
@@ -228,10 +255,11 @@ def _samples_files(output_path: str | None) -> dict[Path, int]:
     if not folder.is_dir():
         return {}
     found = {}
+    known = task_families()
     for f in folder.rglob("samples_*"):
         name = SAMPLES_NAME.match(f.name)
         # only phasebench tasks: a run may mix in other lm-eval tasks
-        if name and name["task"] in TASK_FAMILIES and f.is_file() and not f.is_symlink():
+        if name and name["task"] in known and f.is_file() and not f.is_symlink():
             found[f] = f.stat().st_mtime_ns
     return found
 
@@ -266,7 +294,12 @@ def run_eval(argv: Sequence[str]) -> EvalOutput:
         lm_evals = next((str(model_args[k]) for k in MODEL_NAME_KEYS if model_args.get(k)), None)
         return ours if ours != lm_evals else None
 
-    ns = compat.run_cli(["run", *args, "--include_path", tasks_dir()], before=before, name=name)
+    ns = compat.run_cli(
+        ["run", *args, "--include_path", tasks_dir()],
+        before=before,
+        own_tasks_only=_own_tasks,
+        name=name,
+    )
     output_path = getattr(ns, "output_path", None) or None
     after = _samples_files(output_path)
     written = sorted(f for f, mtime in after.items() if seen.get(f) != mtime)

@@ -37,6 +37,7 @@ from typing import Any
 
 from phasebench import metrics
 from phasebench.errors import EvalError
+from phasebench.families import get_family
 from phasebench.rows import config_length
 from phasebench.samples import (
     SERVED_KEY,
@@ -103,17 +104,13 @@ def _names(stat: metrics.Statistic, modulus: int, metrics_set: str) -> list[str]
     return names
 
 
-def _has_margin(family: str) -> bool:
-    return family == "code"
-
-
 def phase_metric_names(
     family: str, modulus: int, metrics: str = "full", axes: str = "needle"
 ) -> list[str]:
     """The aggregates a task of ``family`` reports with metric set ``metrics`` on ``axes`` (one
     of :data:`AXES`; the length axis alone reports the average and its own statistics)."""
     _check_set(metrics)
-    chosen = _aggregates(_has_margin(family), metrics, axes)
+    chosen = _aggregates(get_family(family).has_margin, metrics, axes)
     return [n for s in chosen for n in _names(s, modulus, metrics)]
 
 
@@ -184,13 +181,14 @@ def answer_matches(response: str, answer: str) -> bool:
 
 
 def process_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str, Any]:
-    """Score one prompt: ``acc`` (0/1), ``margin`` for code, and the sample's scored record
-    under the name of every phase aggregate of the full metric set (:class:`PhaseTask` keeps
-    those of the set that runs).
+    """Score one prompt: ``acc`` (0/1), ``margin`` for a family with one, and the sample's
+    scored record under the name of every phase aggregate of the full metric set
+    (:class:`PhaseTask` keeps those of the set that runs).
 
-    generate_until (kv, niah): ``results`` is ``[response]``. multiple_choice (code): one
-    ``(loglikelihood, is_greedy)`` per entry of ``choices``; ``margin`` is log p(right) minus
-    log p(best distractor), ``acc`` is ``margin > 0``.
+    By the output type the doc's family declares: generate_until (kv, niah): ``results`` is
+    ``[response]``. multiple_choice (code): one ``(loglikelihood, is_greedy)`` per entry of
+    ``choices``; ``margin`` is log p(right) minus log p(best distractor), ``acc`` is
+    ``margin > 0``.
 
     Where the response carries the server's prompt token count
     (:class:`phasebench.lmeval.witness.ServedText`), ``served_verified`` logs ``[label, count]``;
@@ -198,7 +196,7 @@ def process_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str,
     for another sequence than the one the model read, so it is left out of every statistic.
     """
     margin: float | None = None
-    if doc["family"] == "code":
+    if get_family(doc["family"]).has_margin:
         lls = [float(r[0]) for r in results]
         gold = list(doc["choices"]).index(doc["answer"])
         margin = lls[gold] - max(ll for i, ll in enumerate(lls) if i != gold)

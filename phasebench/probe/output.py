@@ -9,7 +9,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from phasebench.atomic import atomic_write_bytes, atomic_write_text, check_writable_dir
+from phasebench.atomic import (
+    atomic_write_bytes,
+    atomic_write_text,
+    check_writable_dir,
+    make_folder,
+)
 from phasebench.probe.analysis import ProbeResult
 
 JSON_NAME = "probe.json"
@@ -22,8 +27,7 @@ def check_out(folder: str | Path) -> Path:
 
 
 def write_outputs(result: ProbeResult, folder: str | Path) -> list[Path]:
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = make_folder(Path(folder))
     text = json.dumps(result.to_dict(), indent=2, sort_keys=True, allow_nan=False) + "\n"
     written = [atomic_write_text(folder / JSON_NAME, text)]
     written.append(atomic_write_bytes(folder / PNG_NAME, figure_png(result.to_dict())))

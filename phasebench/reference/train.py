@@ -8,8 +8,6 @@ give the same weights on the same torch build. ``torch.set_num_threads`` is left
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
@@ -18,7 +16,13 @@ from pathlib import Path
 import torch
 from torch.nn import functional as F
 
-from phasebench.atomic import check_replaceable, staged_folder
+from phasebench.atomic import (
+    atomic_copy,
+    atomic_write_text,
+    check_replaceable,
+    scratch_folder,
+    staged_folder,
+)
 from phasebench.errors import PhasebenchError
 from phasebench.reference import VARIANTS, data
 from phasebench.reference.model import PhaseRefConfig, PhaseRefModel
@@ -111,8 +115,7 @@ def train(
     Every 25 steps ``on_loss(step, mean loss, seconds)`` and ``on_log(step, model)`` are called
     when given (the command line prints the first)."""
     out = check_replaceable(out, MARKER)  # before any work: never replace a folder not ours
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=out.parent, prefix=f".{out.name}.tokenizer-") as tmp:
+    with scratch_folder("phasebench-tokenizer-") as tmp:
         tok_dir = Path(tmp)
         save_tokenizer(tok_dir)
         return _train(variant, out, settings, tok_dir, on_loss, on_log)
@@ -166,7 +169,7 @@ def save(model: PhaseRefModel, tok_dir: Path, out: Path, info: dict) -> None:
     staged_folder`): a previous ``out`` is replaced only if it is a reference model folder
     (it holds :data:`MARKER`, the training log every one of them has) or empty."""
     with staged_folder(out, marker=MARKER) as staging:
-        model.save_pretrained(staging, safe_serialization=True)
+        model.save_pretrained(staging, safe_serialization=True)  # into the staging folder
         for name in ("tokenizer.json", "tokenizer_config.json"):
-            shutil.copy(tok_dir / name, staging / name)
-        (staging / MARKER).write_text(json.dumps(info, indent=1) + "\n")
+            atomic_copy(tok_dir / name, staging / name)
+        atomic_write_text(staging / MARKER, json.dumps(info, indent=1) + "\n")

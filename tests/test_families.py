@@ -1,0 +1,266 @@
+"""Families are declared once: a throwaway fourth family, written here as a module of its own
+(its records, needle and question its own, the needle engine doing the layout), goes through
+``generate``, ``verify``, a real lm-eval task and ``phasebench report`` without any other module
+knowing its name; and no module outside ``phasebench/families/`` names a family."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import importlib.util
+import json
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from phasebench import families
+from phasebench.cli import main
+from phasebench.errors import SpecError
+from support.lmeval import ROOT, offline_env
+
+PACKAGE = ROOT / "phasebench"
+NAME = "locker"
+
+#: The throwaway family: lockers and what each holds, one per line; the question asks what one
+#: locker holds. Everything else is the declaration.
+MODULE = '''
+"""The ``locker`` family (a test's throwaway): ``L12345 holds pears`` records."""
+
+import numpy as np
+
+from phasebench import families
+from phasebench.families import needle as engine
+from phasebench.rng import derive_rng
+
+THINGS = ("apples", "pears", "keys", "maps", "coins", "shells", "stamps", "gloves")
+HEADER = "Each line names a locker and what it holds. At the end you are asked about one.\\n"
+
+
+def record(key, thing):
+    return f"{key} holds {thing}\\n"
+
+
+def needle(key, thing):
+    return engine.Needle(lead="", keyed=record(key, thing), key=key, answer=thing,
+                         question=f"Question: what does {key} hold?\\nAnswer: {key} holds")
+
+
+def content(spec):
+    rng = derive_rng(spec.seed, "locker", spec.length, "pool")
+    size = spec.length // 2 + 1024
+    codes = rng.choice(90_000, size=size, replace=False) + 10_000
+    pool = [record(f"L{c}", THINGS[int(t)]) for c, t in
+            zip(codes, rng.integers(0, len(THINGS), size=size), strict=True)]
+    taken = set(int(c) for c in codes)
+
+    def draw_needle(r):
+        while True:
+            code = int(r.integers(10_000, 100_000))
+            if code not in taken:
+                return needle(f"L{code}", THINGS[int(r.integers(0, len(THINGS)))])
+
+    def draw_body(r, n):
+        return r.choice(size, size=min(n, size), replace=False)
+
+    return engine.NeedleContent(header=HEADER, pool=pool, draw_needle=draw_needle,
+                                draw_body=draw_body)
+
+
+def prepare(spec, tok):
+    return engine.prepare(spec, tok, content(spec))
+
+
+def verify_row(tok, row):
+    return engine.verify_row(tok, row) + engine.needle_problems(
+        row, needle(row["needle_key"], row["answer"]))
+
+
+def describe(plan):
+    return {"lockers_per_prompt_mean": round(float(np.mean([len(i.body) + 1
+                                                            for i in plan.items])), 2)}
+
+
+FAMILY = families.register(
+    families.Family(name="locker", prepare=prepare, exact_check=engine.exact_check,
+                    verify_row=verify_row, verify_config=engine.verify_config,
+                    describe=describe, default_n_base=8, hub_tag="locker-lookup"),
+    module=__name__,
+)
+'''
+
+
+def _task_folder(folder):
+    """The family's lm-eval task: kv's YAML under the family's own name, beside the shared
+    YAML and the hooks shim (as ``tasks/`` has them)."""
+    folder.mkdir()
+    for name in ("_phasebench_common.yaml", "phasebench_hooks.py"):
+        (folder / name).write_text((ROOT / "tasks" / name).read_text())
+    kv = (ROOT / "tasks" / "phasebench_kv.yaml").read_text()
+    text = kv.replace("task: phasebench_kv", f"task: phasebench_{NAME}")
+    (folder / f"phasebench_{NAME}.yaml").write_text(text.replace("family: kv", f"family: {NAME}"))
+    return folder
+
+
+@pytest.fixture
+def locker(tmp_path):
+    """The family's module, written to a folder of its own and imported (which registers it);
+    forgotten afterwards."""
+    folder = tmp_path / "plugin"
+    folder.mkdir()
+    path = folder / "locker_family.py"
+    path.write_text(MODULE)
+    spec = importlib.util.spec_from_file_location("locker_family", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["locker_family"] = module
+    try:
+        spec.loader.exec_module(module)
+        yield module.FAMILY, folder
+    finally:
+        families.unregister(NAME)
+        sys.modules.pop("locker_family", None)
+
+
+def test_built_in_declarations():
+    assert families.names()[:3] == families.BUILTIN == ("kv", "niah", "code")
+    code = families.get_family("code")
+    assert code.has_margin and code.output_type == "multiple_choice" and code.anchor_is_answer
+    row = {"family": "code", "length": 130, "config_length": 0, "item_id": "cast-0003",
+           "pad_style": "comment_dash"}  # fmt: skip
+    assert code.paired_unit(row) == "0/cast-0003/comment_dash"
+    kv = families.get_family("kv")
+    assert not kv.has_margin and kv.task == "phasebench_kv"
+    assert kv.paired_unit({"family": "kv", "length": 4096, "base_id": 17}) == "4096/17"
+    with pytest.raises(SpecError, match="must be one of kv, niah, code"):
+        families.get_family("nope")
+    with pytest.raises(SpecError, match="already known"):
+        families.register(dataclasses.replace(kv))
+    with pytest.raises(SpecError, match="built-in"):
+        families.unregister("kv")
+
+
+@pytest.mark.parametrize("name", families.BUILTIN)
+def test_each_task_yaml_matches_its_declaration(name):
+    family = families.get_family(name)
+    task = yaml.safe_load((ROOT / "tasks" / f"{family.task}.yaml").read_text())
+    assert task["task"] == family.task and task["dataset_kwargs"] == {"family": name}
+    assert task["output_type"] == family.output_type
+    listed = {m["metric"] for m in task.get("metric_list", [])}  # else the shared YAML's acc
+    assert ("margin" in listed) == family.has_margin
+
+
+def _string_literals(path):
+    """Every string constant of a module, with its line (the text of an f-string too)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            yield node.lineno, node.value
+
+
+#: Where a family's name is data, not a branch: the demo and the reference models run on a kv
+#: split, and report format 1's key for the margin sweeps is declared in the statistics table.
+ALLOWED = {
+    ("phasebench/demo.py", "kv"),
+    ("phasebench/reference/data.py", "kv"),
+    ("phasebench/reference/evaluate.py", "kv"),
+    ("phasebench/metrics.py", "code"),
+}
+
+
+def test_no_module_outside_families_names_a_family():
+    """No string literal outside ``phasebench/families/`` is a family's name (what branching
+    on a family needs), except the uses in :data:`ALLOWED`."""
+    offenders, used = [], set()
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.is_relative_to(PACKAGE / "families"):
+            continue
+        where = path.relative_to(ROOT).as_posix()
+        for line, value in _string_literals(path):
+            if value in families.BUILTIN:
+                if (where, value) in ALLOWED:
+                    used.add((where, value))
+                else:
+                    offenders.append(f"{where}:{line}: {value!r}")
+    assert not offenders, offenders
+    assert used == ALLOWED  # no stale exemption
+    # and the plain grep of the issue: "code" only in families/ and the statistics table
+    found = subprocess.run(["grep", "-rln", '"code"', str(PACKAGE), "--include=*.py"],
+                           capture_output=True, text=True).stdout.split()  # fmt: skip
+    outside = {p for p in found if not p.startswith(str(PACKAGE / "families"))}
+    assert outside == {str(PACKAGE / "metrics.py")}, outside
+
+
+def test_a_fourth_family_generates_and_verifies(locker, tmp_path):
+    from phasebench.build import generate, iter_rows
+    from phasebench.specs import SplitSpec
+    from phasebench.verification import verify
+
+    family, _ = locker
+    assert families.names() == (*families.BUILTIN, NAME)
+    spec = SplitSpec(family=NAME, length=128, modulus=4, n_base=family.default_n_base)
+    (folder,) = generate([spec], tmp_path / "out", progress=False)
+    rows = list(iter_rows(folder))
+    assert len(rows) == 8 * 4 and {r["family"] for r in rows} == {NAME}
+    assert rows[0]["id"].startswith(f"{NAME}-128-")
+    assert all(r["prompt"].endswith(f"what does {r['needle_key']} hold?\nAnswer: "
+                                    f"{r['needle_key']} holds") for r in rows)  # fmt: skip
+    assert {r["phase"] for r in rows} == {0, 1, 2, 3}
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert "lockers_per_prompt_mean" in manifest["family"]
+    (report,) = verify([folder], progress=False)
+    assert report.ok and report.checked, report.lines()
+    # the CLI takes it as a choice, with its declared default n_base (8 items x 4 phases)
+    assert main(["generate", NAME, "--length", "128", "--modulus", "4",
+                 "--out", str(tmp_path / "cli"), "--quiet"]) == 0  # fmt: skip
+    assert len(list(iter_rows(tmp_path / "cli" / f"{NAME}_128"))) == 8 * 4
+    assert main(["verify", str(tmp_path / "cli" / f"{NAME}_128"), "--quiet"]) == 0
+    # what the declaration does not allow is refused in one line, as for the built-ins
+    with pytest.raises(SpecError, match="'length' must be >= 64"):
+        SplitSpec(family=NAME, length=0)
+
+
+def test_a_forgotten_family_is_unknown_again(locker):
+    families.unregister(NAME)
+    with pytest.raises(SpecError, match="must be one of kv, niah, code \\(got 'locker'\\)"):
+        families.get_family(NAME)
+    families.register(locker[0])  # the fixture forgets it again
+
+
+@pytest.mark.slow
+def test_a_fourth_family_runs_as_an_lm_eval_task_and_reports(locker, tiny_llama, tmp_path):
+    """The real lm-eval CLI on the family's own task (its YAML in a folder of its own), in a
+    process that imports the family's module first; then ``phasebench report`` on the logs."""
+    _, plugin = locker
+    tasks = _task_folder(tmp_path / "tasks")
+    launcher = tmp_path / "lm_eval_with_locker.py"
+    launcher.write_text(
+        "import runpy, sys\nimport locker_family  # registers the family\n"
+        "sys.argv[0] = 'lm_eval'\nrunpy.run_module('lm_eval', run_name='__main__')\n"
+    )
+    env = offline_env(tmp_path / "cache")
+    env["PYTHONPATH"] = f"{plugin}:{env['PYTHONPATH']}"
+    metadata = {"max_seq_lengths": [128], "phase_modulus": 4, "metrics": "full"}
+    command = [sys.executable, str(launcher), "--model", "hf", "--model_args",
+               f"pretrained={tiny_llama},dtype=float32", "--tasks", f"phasebench_{NAME}",
+               "--include_path", str(tasks), "--metadata", json.dumps(metadata), "--device",
+               "cpu", "--batch_size", "8", "--log_samples", "--output_path", "out",
+               "--seed", "0"]  # fmt: skip
+    proc = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=1500)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (results_file,) = (tmp_path / "out").glob("*/results_*.json")
+    table = json.loads(results_file.read_text())["results"][f"phasebench_{NAME}"]
+    for key in ("acc", "acc_worst_phase_crossfit", "phase_gap", "phase_gap_p_value"):
+        assert isinstance(table[f"{key},none"], float), key
+    assert "margin,none" not in table  # generate_until: no margin
+    (samples_file,) = (tmp_path / "out").glob(f"*/samples_phasebench_{NAME}_*.jsonl")
+    docs = [json.loads(line)["doc"] for line in samples_file.read_text().splitlines()]
+    assert len(docs) == 8 * 4 and {d["family"] for d in docs} == {NAME}  # default n_base
+    report = tmp_path / "report.json"
+    assert main(["report", str(tmp_path / "out"), "--json", str(report)]) == 0
+    (body,) = json.loads(report.read_text())["runs"].values()
+    entry = body["tasks"][f"phasebench_{NAME}"]["128"]
+    assert entry["n_base"] == 8 and entry["modulus"] == 4
+    assert abs(entry["acc"] - table["acc,none"]) < 1e-9
+    assert abs(entry["gap"] - table["phase_gap,none"]) < 1e-9
