@@ -369,6 +369,11 @@ def _manifest_problem(manifest: dict) -> str | None:
             return f"{key} must be a {kind.__name__}"
     if not _count(manifest["rows"]):
         return "rows must be a count"
+    spec = manifest["spec"]
+    if not isinstance(spec.get("family"), str) or not _count(spec.get("length")):
+        return "spec needs a family and a length"
+    if not isinstance(spec.get("tokenizer"), str):
+        return "spec needs a tokenizer"
     if not all(isinstance(manifest["tokenizer"].get(k), str) for k in ("name", "fingerprint")):
         return "tokenizer needs a name and a fingerprint"
     if not manifest["files"]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -195,7 +196,29 @@ def _read_report_json(path: Path) -> dict[str, Any]:
             f"{path} is neither an lm-eval results_<date>.json nor a phasebench report "
             f"(format {REPORT_FORMAT}); pass the lm-eval output folder instead"
         )
-    return _upgrade(data)
+    return _renders(_upgrade(data), path)
+
+
+def _renders(data: dict[str, Any], path: Path) -> dict[str, Any]:
+    """A report read back, once it is known to render: its tables and its comparison frame are
+    built from it here, so a report JSON of another shape (a field of another type, a statistic
+    missing) is one :class:`SamplesError` line rather than an error half-way through the output.
+    ``PHASEBENCH_DEBUG=1`` keeps the traceback."""
+    try:
+        runs = data.get("runs")
+        if not isinstance(runs, dict) or not all(isinstance(b, dict) for b in runs.values()):
+            raise TypeError("'runs' must map each run's name to its tasks")
+        render_tables(data)
+        comparison_frame(data)
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
+        if os.environ.get("PHASEBENCH_DEBUG"):
+            raise
+        detail = " ".join(str(exc).split())[:120]
+        raise SamplesError(
+            f"{path} is not a phasebench report of the shape `phasebench report --json` writes "
+            f"({type(exc).__name__}: {detail}); write it again"
+        ) from None
+    return data
 
 
 def _upgrade(data: dict[str, Any]) -> dict[str, Any]:

@@ -637,3 +637,75 @@ def test_pack_refuses_a_doc_that_is_not_an_object_in_one_line(tmp_path, doc):
     (source / "results_2026-01-01T00-00-00.000000.json").write_text("{}")
     code, _, err = run(["leaderboard", "pack", str(source), "--out", str(tmp_path / "packed")])
     assert_one_line(code, err, "sample 2", "'doc' must be a JSON object")
+
+
+# -- property-based: report's inputs (its JSON, and the samples it reads) -------------------------
+
+
+def _paths(value, prefix=()) -> list[tuple]:
+    """Every key path in a JSON document."""
+    found = [prefix]
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found += _paths(item, (*prefix, key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value[:3]):
+            found += _paths(item, (*prefix, i))
+    return found
+
+
+def _replaced(data, path: tuple, value):
+    data = json.loads(json.dumps(data))
+    if not path:
+        return value
+    target = data
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    return data
+
+
+@pytest.fixture(scope="module")
+def report_data(tmp_path_factory) -> dict:
+    """A real ``report --json`` of 4 base items x 8 phases."""
+    folder = tmp_path_factory.mktemp("report")
+    lines = [_line(_doc(id=f"kv-4096-b{b:05d}-p{r}", phase=r, base_id=b), float((b + r) % 3 > 0))
+             for b in range(4) for r in range(8)]  # fmt: skip
+    out = folder / "r.json"
+    code, _, err = run(["report", str(_samples(folder, lines)), "--json", str(out), "--n-boot",
+                        "20", "--n-perm", "20"])  # fmt: skip
+    assert code == 0, err
+    return json.loads(out.read_text())
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data(), value=PLAIN)
+def test_any_report_json_gives_tables_or_one_line(report_data, tmp_path_factory, data, value):
+    """``phasebench report FILE.json`` on a real report with any one value replaced by any
+    JSON-ish value: its tables, or one line and exit 2."""
+    path = data.draw(st.sampled_from(_paths(report_data)))
+    file = tmp_path_factory.mktemp("report-json") / "report.json"
+    file.write_text(json.dumps(_replaced(report_data, path, value)))
+    code, out, err = run(["report", str(file)])
+    if code != 0:
+        assert_one_line(code, err)
+    else:
+        assert "Traceback" not in err
+
+
+DOC_FIELDS = ["id", "family", "length", "phase_modulus", "phase", "base_id", "config_length",
+              "length_phase", "served_length"]  # fmt: skip
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(field=st.sampled_from(DOC_FIELDS), value=PLAIN, acc=st.one_of(PLAIN, st.just(1.0)))
+def test_any_sample_field_gives_tables_or_one_line(tmp_path_factory, field, value, acc):
+    """Samples of 2 base items x 8 phases, one doc field of one sample (or its ``acc``)
+    replaced by any JSON-ish value: the report, or one line and exit 2."""
+    folder = tmp_path_factory.mktemp("report-samples")
+    lines = [_line(_doc(id=f"kv-4096-b{b:05d}-p{r}", phase=r, base_id=b), 1.0)
+             for b in range(2) for r in range(8)]  # fmt: skip
+    lines[3] = _line({**_doc(id="kv-4096-b00000-p3", phase=3, base_id=0), field: value}, acc)
+    code, _, err = run(["report", str(_samples(folder, lines)), "--n-boot", "0", "--n-perm", "0"])
+    if code != 0:
+        assert_one_line(code, err)

