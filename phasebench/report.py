@@ -320,6 +320,9 @@ def _group(
         checked = {k: v for k, v in doc.items() if v is not None or k in DOC_FIELDS}
         if problem := row_problem(checked):
             raise SamplesError(f"{where}: doc.{problem}")
+        length = doc.get("config_length", doc.get("length"))
+        if isinstance(length, bool) or not isinstance(length, int) or length < 0:
+            raise SamplesError(f"{where}: doc.config_length must be a token count (got {length!r})")
         label = task if len(filters) == 1 else f"{task}/{s.get('filter', 'none')}"
         key = (label, config_length(doc))
         try:

@@ -419,7 +419,7 @@ REPO_DAMAGE = {
                          "not a readable manifest"),
     "manifest-no-spec": (lambda r: (r / CONFIG / "manifest.json").write_text(json.dumps(
         {**json.loads((r / CONFIG / "manifest.json").read_text()), "spec": {}})),
-                         "does not name a family"),
+                         "spec needs a family"),
     "manifest-passwd": (_link_manifest, "symbolic links"),
     "card-huge": (lambda r: (r / "README.md").write_bytes(b"-" * (17 << 20)), "larger than"),
     "card-not-utf8": (lambda r: (r / "README.md").write_bytes(b"---\n\xff\xfe\n---\n"), "utf-8"),
