@@ -1,7 +1,7 @@
 """``phasebench report``: per-phase statistics, tables, JSON and plots from lm-eval outputs.
 
 Compute -> JSON -> render. :func:`build_report` reads per-sample logs and computes every number
-through :func:`phasebench.samples.summarize_records` (the function the lm-eval aggregates and
+through :func:`phasebench.stats.summarize_samples` (the function the lm-eval aggregates and
 the leaderboard use); the terminal tables, the JSON file and the plots are all rendered from that
 one report dict, and a report JSON given back is rendered without recomputing anything.
 
@@ -40,7 +40,6 @@ from phasebench.samples import (
     scored_record,
     served_label,
     served_state,
-    summarize_records,
 )
 
 __all__ = [
@@ -224,8 +223,10 @@ def build_report(
 
     Layout: ``{"format", "phasebench_version", "settings", "runs": {run: {"source", "tasks":
     {task: {length: entry}}}}}`` where each entry is ``{"task", "length"}`` plus
-    :func:`phasebench.samples.summarize_records` of the task's samples at that length.
+    :func:`phasebench.stats.summarize_samples` of the task's samples at that length.
     """
+    from phasebench.stats import summarize_samples
+
     out: dict[str, Any] = {
         "format": REPORT_FORMAT,
         "phasebench_version": __version__,
@@ -246,7 +247,7 @@ def build_report(
                     )
             for (label, length), records in sorted(groups.items()):
                 try:
-                    summary = summarize_records(records, n_boot=n_boot, n_perm=n_perm, seed=seed)
+                    summary = summarize_samples(records, n_boot=n_boot, n_perm=n_perm, seed=seed)
                 except SamplesError:
                     raise
                 except Exception as exc:  # a StatsError names what is wrong with the data
