@@ -335,8 +335,12 @@ def chat_offset(tok: PhaseTokenizer, row: Mapping[str, Any], system: str | None 
     """Tokens a chat template adds before the prompt, as lm-eval's ``hf`` backend encodes it.
 
     Measured on the exact path: the templated prompt is encoded whole and the anchor's token is
-    found through the offsets mapping. A template that the tokenizer does not define raises, and
-    the caller falls back on offset invariance (DESIGN section 2).
+    found through the offsets mapping. A tokenizer without a usable chat template raises
+    :class:`~phasebench.errors.TokenizerError` (the run stops and says to run without
+    ``--apply_chat_template``); no offset is ever guessed. Where phasebench is not told about a
+    template (plain ``lm_eval --apply_chat_template`` without the metadata), the phases are
+    off by the template's constant prefix, which renames them cyclically and leaves worst phase,
+    best phase and gap unchanged (offset invariance, ``docs/definitions.md``).
     """
     return chat_shift(tok, row, system)[0]
 
