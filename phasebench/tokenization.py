@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from phasebench.errors import AssemblyError, MissingPackageError, TokenizerError
+from phasebench.errors import AssemblyError, MissingPackageError, TokenizerError, first_line
 from phasebench.tokenizer_behaviour import (
     Behaviour,
     TokenizerLoadWarning,
@@ -275,9 +275,8 @@ def _load_cached(name: str, args_items: tuple[tuple[str, str], ...]) -> PhaseTok
             f"cannot load tokenizer {name!r}: a library it needs does not import ({first})"
         ) from None
     except Exception as exc:  # transformers raises many kinds; one clear line for the user
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise TokenizerError(
-            f"cannot load tokenizer {name!r} ({first[:200]}); expected the built-in alias "
+            f"cannot load tokenizer {name!r} ({first_line(exc)}); expected the built-in alias "
             f"'deepseek-v4', a tokenizer.json file, a folder holding one, or a Hub model id"
         ) from None
     backend = getattr(hf, "backend_tokenizer", None)

@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 from tqdm.auto import tqdm
 
 from phasebench.build import HASH_KEY, MANIFEST, content_hash, partial_configs, read_manifest
-from phasebench.errors import SpecError, SplitError, TokenizerError
+from phasebench.errors import SpecError, SplitError, TokenizerError, debugging, first_line
 from phasebench.families import get_family
 from phasebench.placement import TOLERANCE, axis_balance
 from phasebench.rng import derive_rng
@@ -97,6 +97,8 @@ def _check_one(row: dict) -> list[str]:
     try:
         return [f"{row['id']}: {p}" for p in family.verify_row(tok, row)]
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+        if debugging():  # PHASEBENCH_DEBUG=1: a bug keeps its traceback
+            raise
         return [f"{ascii(row.get('id'))}: row of an unexpected shape ({type(exc).__name__})"]
 
 
@@ -170,6 +172,8 @@ def verify_config(
     try:
         report.problems += _config_problems(manifest, spec, family, tok, meta)
     except (KeyError, TypeError, ValueError, IndexError) as exc:
+        if debugging():
+            raise
         report.problems.append(f"rows of an unexpected shape ({_short(exc)})")
         return report
 
@@ -238,8 +242,7 @@ def _config_problems(
 
 
 def _short(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return " ".join(text.split())[:200]
+    return " ".join(first_line(exc).split())
 
 
 def _truthy(value: object) -> bool:
