@@ -39,7 +39,13 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescript
 
 
 class Parser(argparse.ArgumentParser):
-    """An argument parser whose usage errors are one line (``--help`` shows the usage)."""
+    """An argument parser whose usage errors are one line (``--help`` shows the usage) and
+    whose help uses :class:`HelpFormatter`. Every command and action is one (argparse makes
+    sub-parsers of the parent's class), so no command names either again."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):  # type: ignore[override]
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
@@ -49,7 +55,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="phasebench",
         description="Phase-balanced long-context splits that expose phase sensitivity.",
-        formatter_class=HelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"phasebench {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
