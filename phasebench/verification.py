@@ -31,7 +31,12 @@ from phasebench.placement import TOLERANCE, axis_balance
 from phasebench.rng import derive_rng
 from phasebench.rows import LENGTH_PHASE_FIELDS, row_problem
 from phasebench.specs import SplitSpec
-from phasebench.tokenization import PhaseTokenizer, encoding_difference, load_tokenizer
+from phasebench.tokenization import (
+    PhaseTokenizer,
+    encoding_difference,
+    load_tokenizer,
+    truthy,
+)
 
 META_COLUMNS = (
     "id",
@@ -121,7 +126,7 @@ def verify_config(
     except (SplitError, SpecError, TypeError, ValueError) as exc:
         return Report(folder.name, problems=[f"{MANIFEST}: {_short(exc)}"])
     report = Report(manifest["config"])
-    if tokenizer is None and _truthy(dict(spec.tokenizer_args).get("trust_remote_code")):
+    if tokenizer is None and truthy(dict(spec.tokenizer_args).get("trust_remote_code")):
         report.problems.append(
             "the manifest asks for trust_remote_code: verify never runs code a split names; "
             "load the tokenizer yourself and pass it (verify_config(..., tokenizer=...))"
@@ -243,10 +248,6 @@ def _config_problems(
 
 def _short(exc: BaseException) -> str:
     return " ".join(first_line(exc).split())
-
-
-def _truthy(value: object) -> bool:
-    return str(value).strip().lower() in ("1", "true", "yes")
 
 
 def _stream(folder: Path, manifest: dict):
