@@ -131,3 +131,10 @@ def llama2_legacy(tokenizer_folder) -> PhaseTokenizer:
 def gpt2_rewritten(tokenizer_folder) -> PhaseTokenizer:
     """A byte-level BPE whose GPT2Tokenizer config makes transformers rewrite its rules."""
     return load_tokenizer(str(tokenizer_folder("gpt2_rewritten")))
+
+
+def pytest_collection_modifyitems(config, items):
+    """Files holding slow tests first (stable otherwise): with ``--dist loadfile`` a long file
+    started last keeps one worker busy while the other has nothing left to run."""
+    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow_files)

@@ -61,3 +61,25 @@ def test_model_max_length_read_like_the_backend(tiny_llama):
 def test_eval_refuses_a_second_include_path():
     with pytest.raises(PhasebenchError, match="adds --include_path itself"):
         harness.run_eval(["--tasks", "phasebench_kv", "--include_path", "/elsewhere"])
+
+
+def test_a_run_of_phasebench_tasks_alone_skips_lm_evals_own_task_index():
+    """lm-eval's CLI indexes its ~15,000 task files on every run; a run whose tasks are all
+    phasebench's indexes the tasks folder alone, a run that mixes in another task keeps them."""
+    from types import SimpleNamespace
+
+    import lm_eval.tasks
+
+    from phasebench.lmeval import compat
+
+    own = harness._own_tasks
+    assert own(SimpleNamespace(tasks="phasebench_kv,phasebench_niah"))
+    assert own(SimpleNamespace(tasks=["phasebench"]))
+    assert not own(SimpleNamespace(tasks="phasebench_kv,arc_easy"))
+    assert not own(SimpleNamespace(tasks=None))
+    base = lm_eval.tasks.TaskManager
+    with compat.included_tasks_only():
+        manager = lm_eval.tasks.TaskManager(include_path=harness.tasks_dir())
+        assert {"phasebench_kv", "phasebench_niah", "phasebench_code"} <= set(manager.all_tasks)
+        assert "arc_easy" not in manager.all_tasks
+    assert lm_eval.tasks.TaskManager is base

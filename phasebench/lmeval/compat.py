@@ -10,10 +10,11 @@ results tracker. Each is wrapped here, so an lm-eval upgrade is checked in one f
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -66,10 +67,20 @@ def check_version() -> str:
 # -- CLI --------------------------------------------------------------------------------------
 
 
-def run_cli(argv: Sequence[str], before: Callable[[Any], None] | None = None) -> Any:
+def run_cli(
+    argv: Sequence[str],
+    before: Callable[[Any], None] | None = None,
+    *,
+    own_tasks_only: Callable[[Any], bool] | None = None,
+) -> Any:
     """Parse ``argv`` with lm-eval's own parser (``lm_eval run ...``), let ``before`` inspect
     and adjust the parsed namespace, then execute it as lm-eval's CLI would. Returns the
-    namespace (``output_path``, ``log_samples``, ...)."""
+    namespace (``output_path``, ``log_samples``, ...).
+
+    lm-eval's CLI indexes every task file it ships (about 15,000 YAML files, tens of seconds)
+    on each run, even when all the tasks asked for come from ``--include_path``. When
+    ``own_tasks_only(namespace)`` is true the run's task manager indexes the included folders
+    alone (:func:`included_tasks_only`); the tasks it then loads are the same files."""
     from lm_eval._cli.harness import HarnessCLI
     from lm_eval.utils import setup_logging
 
@@ -78,8 +89,39 @@ def run_cli(argv: Sequence[str], before: Callable[[Any], None] | None = None) ->
     namespace = cli._parser.parse_args(list(argv))
     if before is not None:
         before(namespace)
-    cli.execute(namespace)
+    if own_tasks_only is not None and own_tasks_only(namespace):
+        with included_tasks_only():
+            cli.execute(namespace)
+    else:
+        cli.execute(namespace)
     return namespace
+
+
+@contextlib.contextmanager
+def included_tasks_only() -> Iterator[None]:
+    """Within the block, lm-eval's ``TaskManager`` leaves out its built-in tasks (as if built
+    with ``include_defaults=False``): its CLI builds one without that choice."""
+    import lm_eval.tasks
+
+    base = lm_eval.tasks.TaskManager
+
+    class IncludedOnly(base):  # type: ignore[misc, valid-type]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            kwargs.setdefault("include_defaults", False)
+            super().__init__(*args, **kwargs)
+
+    lm_eval.tasks.TaskManager = IncludedOnly
+    try:
+        yield
+    finally:
+        lm_eval.tasks.TaskManager = base
+
+
+def task_names(include_path: str) -> set[str]:
+    """Every task, group and tag name lm-eval finds in ``include_path`` alone."""
+    from lm_eval.tasks import TaskManager
+
+    return set(TaskManager(include_path=include_path, include_defaults=False).all_tasks)
 
 
 def run_legacy_cli() -> None:
@@ -197,7 +239,9 @@ def evaluate_and_save(
         model_args=dict(model_args),
         tasks=list(tasks),
         task_manager=TaskManager(
-            include_path=include_path, metadata=dict(model_args) | dict(metadata)
+            include_path=include_path,
+            include_defaults=False,  # phasebench's own tasks only: no index of lm-eval's 15,000
+            metadata=dict(model_args) | dict(metadata),
         ),
         batch_size=batch_size,
         gen_kwargs=dict(gen_kwargs) if gen_kwargs else None,

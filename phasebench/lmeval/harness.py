@@ -74,6 +74,16 @@ def requested_families(tasks: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def _own_tasks(ns: Any) -> bool:
+    """Whether every ``--tasks`` name is one of phasebench's (then lm-eval need not index its
+    own task files to find them)."""
+    from phasebench.lmeval import compat
+
+    tasks = ns.tasks if isinstance(ns.tasks, list | tuple) else [ns.tasks or ""]
+    names = {t.strip() for item in tasks for t in str(item).split(",") if t.strip()}
+    return bool(names) and names <= compat.task_names(tasks_dir())
+
+
 def model_max_length(model_args: Mapping[str, Any], backend: str | None = None) -> int:
     """The context length lm-eval's backend will use, read the way the backend reads it.
 
@@ -255,7 +265,9 @@ def run_eval(argv: Sequence[str]) -> EvalOutput:
         seen.update(_samples_files(getattr(ns, "output_path", None)))
         prepare(ns)
 
-    ns = compat.run_cli(["run", *args, "--include_path", tasks_dir()], before=before)
+    ns = compat.run_cli(
+        ["run", *args, "--include_path", tasks_dir()], before=before, own_tasks_only=_own_tasks
+    )
     output_path = getattr(ns, "output_path", None) or None
     after = _samples_files(output_path)
     written = sorted(f for f, mtime in after.items() if seen.get(f) != mtime)
