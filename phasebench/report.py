@@ -26,7 +26,7 @@ from typing import Any
 from phasebench import metrics
 from phasebench._version import __version__
 from phasebench.atomic import FileSet, atomic_files, atomic_write_text
-from phasebench.errors import SamplesError, SpecError
+from phasebench.errors import SamplesError, SpecError, StatsError, debugging, first_line
 from phasebench.families import get_family
 from phasebench.rows import config_length, row_problem
 from phasebench.samples import (
@@ -41,6 +41,7 @@ from phasebench.samples import (
     served_label,
     served_state,
 )
+from phasebench.stats import summarize_samples
 
 __all__ = [
     "REPORT_FORMAT",
@@ -225,8 +226,6 @@ def build_report(
     {task: {length: entry}}}}}`` where each entry is ``{"task", "length"}`` plus
     :func:`phasebench.stats.summarize_samples` of the task's samples at that length.
     """
-    from phasebench.stats import summarize_samples
-
     out: dict[str, Any] = {
         "format": REPORT_FORMAT,
         "phasebench_version": __version__,
@@ -250,8 +249,15 @@ def build_report(
                     summary = summarize_samples(records, n_boot=n_boot, n_perm=n_perm, seed=seed)
                 except SamplesError:
                     raise
-                except Exception as exc:  # a StatsError names what is wrong with the data
+                except StatsError as exc:  # names what is wrong with the data
                     raise SamplesError(f"{run.source}: {label} length {length}: {exc}") from None
+                except (ValueError, TypeError, KeyError, IndexError, ArithmeticError) as exc:
+                    if debugging():  # PHASEBENCH_DEBUG=1: a bug keeps its traceback
+                        raise
+                    raise SamplesError(
+                        f"{run.source}: {label} length {length}: samples of an unexpected shape "
+                        f"({type(exc).__name__}: {first_line(exc)})"
+                    ) from None
                 tasks.setdefault(label, {})[str(length)] = {
                     "task": label,
                     "length": length,

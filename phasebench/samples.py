@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from phasebench.errors import SamplesError
+from phasebench.errors import LogError, SamplesError
 from phasebench.rows import config_length, paired_unit
 from phasebench.stats.records import ScoredRecord
 
@@ -50,16 +50,6 @@ RESULTS_NAME = re.compile(r"^results_(?P<date>[0-9][0-9T:._-]*)\.json$")
 SAMPLES_NAME = re.compile(
     r"^samples_(?P<task>[A-Za-z0-9_]+?)_(?P<date>[0-9][0-9T:._-]*)\.jsonl(\.gz)?$"
 )
-
-
-class LogError(SamplesError):
-    """An lm-eval output file breaks a reading rule (``size``, ``json`` or ``path``)."""
-
-    def __init__(self, rule: str, path: Path | str, message: str) -> None:
-        super().__init__(f"{path}: {message}")
-        self.rule = rule
-        self.path = str(path)
-        self.detail = message
 
 
 @dataclass(frozen=True)

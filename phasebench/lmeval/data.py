@@ -24,7 +24,12 @@ from phasebench.atomic import remove_entry, staged_folder
 from phasebench.errors import EvalError, SpecError, SplitError, TokenizerError
 from phasebench.families import get_family
 from phasebench.specs import TOKENIZER_ARG_NAMES, SplitSpec
-from phasebench.tokenization import PhaseTokenizer, encoding_difference, load_tokenizer
+from phasebench.tokenization import (
+    PhaseTokenizer,
+    encoding_difference,
+    load_tokenizer,
+    truthy,
+)
 
 log = logging.getLogger(__name__)
 
@@ -268,7 +273,7 @@ def resolve_split(family: str, **kwargs: Any) -> LoadedSplit:
     manifests = tuple(read_manifest(f) for f in folders)
     rows = [row for config_rows in per_config for row in config_rows]
     offset = 0
-    if _truthy(kwargs.get("apply_chat_template")):
+    if truthy(kwargs.get("apply_chat_template")):
         system = kwargs.get("system_instruction")
         # measured on the first and last row of every config: the prefix must be constant
         shifts = {chat_shift(tok, r, system) for c in per_config for r in (c[0], c[-1])}
@@ -298,12 +303,6 @@ def provenance(split: LoadedSplit) -> list[dict]:
         }
         for m in split.manifests
     ]
-
-
-def _truthy(value: Any) -> bool:
-    if isinstance(value, str):
-        return value.strip().lower() in ("1", "true", "yes")
-    return bool(value)
 
 
 # -- chat template offset ------------------------------------------------------------------------
