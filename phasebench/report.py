@@ -375,6 +375,15 @@ def _ci(ci: Sequence[float | None] | None) -> str:
     return f"[{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"
 
 
+def _interval(stat: metrics.Statistic, ci: Sequence[float | None] | None) -> str:
+    """An interval in its statistic's unit: points for accuracies, nats for a margin."""
+    if stat.unit != "nats":
+        return _ci(ci)
+    if not ci or ci[0] is None or ci[1] is None:
+        return "[  n/a]"
+    return f"[{ci[0]:+.3f}, {ci[1]:+.3f}]"
+
+
 def _p(p: float | None) -> str:
     return "n/a" if p is None else f"{p:.3g}"
 
@@ -428,7 +437,7 @@ def _statistic_lines(entry: Mapping[str, Any]) -> list[str]:
         label = stat.label.ljust(12) if len(stat.label) < 12 else stat.label + " "
         line = f"  {label}{format_value(stat, stat.value(entry))}"
         if stat.interval is not None:
-            line += f"  {_ci(stat.interval_of(entry))}"
+            line += f"  {_interval(stat, stat.interval_of(entry))}"
         notes = [
             _note(n, n.value(entry))
             for n in declared
@@ -566,7 +575,7 @@ def comparison_frame(report: dict[str, Any]):
                 for stat in shown:
                     row[stat.label] = format_value(stat, stat.value(e)).strip()
                     if stat.interval is not None:
-                        row[f"{stat.label} CI"] = _ci(stat.interval_of(e))
+                        row[f"{stat.label} CI"] = _interval(stat, stat.interval_of(e))
                 rows.append(row)
     frame = pd.DataFrame(rows)
     return frame.sort_values(["task", "length", "run"], kind="stable")
