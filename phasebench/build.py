@@ -49,7 +49,7 @@ from phasebench.atomic import (
     remove_file,
     staged_folder,
 )
-from phasebench.errors import OutputError, SpecError, SplitError
+from phasebench.errors import OutputError, SpecError, SplitError, first_line
 from phasebench.families import Family, SplitPlan, get_family
 from phasebench.rows import LENGTH_PHASE_FIELDS, row_schema
 from phasebench.specs import SplitSpec
@@ -434,9 +434,9 @@ def _read_table(path: Path, columns: Sequence[str] | None = None) -> pa.Table:
     try:
         return pq.read_table(path, columns=columns)
     except (OSError, pa.ArrowException) as exc:
-        first = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else ""
         raise SplitError(
-            f"{path} is not a readable parquet file ({type(exc).__name__}: {first}); "
+            f"{path} is not a readable parquet file ({type(exc).__name__}: "
+            f"{first_line(exc, 160, '')}); "
             f"regenerate the config"
         ) from None
 

@@ -33,10 +33,9 @@ from phasebench.atomic import (
 from phasebench.errors import DependencyError
 from phasebench.reference import DEMO_N_BASE, EVAL_LENGTH
 
-#: Models the demo evaluates, in display order. The matched control ``mean-w1s1`` is committed
-#: but not yet in the demo: its profile at the demo's length was not measured when it landed
-#: (docs/reference.md).
-DEMO_VARIANTS = ("full", "gate-w8s4", "mean-w8s4", "gate-w8s2", "mean-w8s2")
+#: Models the demo evaluates, in display order: the matched negative control ``mean-w1s1`` (the
+#: compressed models' own code at window 1, stride 1), full attention, then the compressed ones.
+DEMO_VARIANTS = ("mean-w1s1", "full", "gate-w8s4", "mean-w8s4", "gate-w8s2", "mean-w8s2")
 STEPS = 4
 #: Generated tokens per prompt (``--gen_kwargs max_gen_toks``; the task's own budget is 16). With
 #: the reference tokenizer a value is 2 tokens (`` 456`` then ``78\n``), so 3 tokens hold every

@@ -5,25 +5,67 @@ to fix the call; the CLI prints it as one line and exits with its ``exit_code`` 
 :class:`MachineError` is the machine's failure, not the input's (a package missing, memory or
 disk exhausted, a worker process that crashed): one line too, exit code 3, so that a caller can
 tell "fix the input" from "fix the machine". Anything else is a bug and keeps its traceback.
+
+The tree (every class lives here; the modules that raise them import them from here)::
+
+    PhasebenchError                 bad input or an unmet precondition (exit 2)
+    ├── SpecError                   a split spec field missing, unknown or out of range
+    ├── TokenizerError              a tokenizer that cannot be loaded, or the wrong one
+    │   └── MissingPackageError     ... because a package is not installed (also MachineError)
+    ├── AssemblyError               a prompt that cannot be assembled exactly
+    ├── SplitError                  a split folder missing, incomplete or not phasebench's
+    ├── OutputError                 an output path that cannot be written or replaced as asked
+    ├── SamplesError                lm-eval results or sample logs that cannot be read
+    │   └── LogError                ... breaking a reading rule (size, json, path)
+    ├── StatsError                  a statistic asked of data it is not defined for
+    ├── SubmissionsError            not a submissions folder
+    ├── PlainYamlError              YAML that is not plain data (also a ValueError)
+    ├── HubError                    a dataset repository folder, or the Hub, refused
+    ├── EvalError                   an lm-eval run that cannot go ahead as asked
+    ├── DependencyError             an optional dependency missing (names the extra)
+    ├── ProbeError                  a probe that cannot run as asked
+    ├── PressError                  a kvpress press that cannot be built
+    ├── PromptSplitError            a prompt that cannot be cut at its question
+    └── MachineError                the machine, not the input, failed (exit 3)
+        └── MissingPackageError
+
+One more is raised on purpose and never leaves the leaderboard's validation:
+``phasebench.leaderboard.collect.Refused`` stops one submission with its ``Problem`` (the
+rule broken, the file, what to do), which the rejection report lists.
+
+:func:`first_line` is how a message quotes another library's exception. Where phasebench turns
+an unexpected exception from hostile input into a refusal, ``PHASEBENCH_DEBUG=1``
+(:func:`debugging`) makes it re-raise instead, so that a bug of phasebench's keeps its
+traceback; the command line then shows the traceback of any error.
 """
 
 from __future__ import annotations
+
+import os
+from pathlib import Path
 
 __all__ = [
     "AssemblyError",
     "DependencyError",
     "EvalError",
     "HubError",
+    "LogError",
     "MachineError",
     "MissingPackageError",
     "OutputError",
     "PhasebenchError",
+    "PlainYamlError",
+    "PressError",
+    "ProbeError",
+    "PromptSplitError",
     "SamplesError",
     "SpecError",
     "SplitError",
     "StatsError",
     "SubmissionsError",
     "TokenizerError",
+    "debugging",
+    "first_line",
 ]
 
 
@@ -57,12 +99,26 @@ class SamplesError(PhasebenchError):
     """lm-eval results or per-sample logs cannot be read as phasebench results."""
 
 
+class LogError(SamplesError):
+    """An lm-eval output file breaks a reading rule (``size``, ``json`` or ``path``)."""
+
+    def __init__(self, rule: str, path: Path | str, message: str) -> None:
+        super().__init__(f"{path}: {message}")
+        self.rule = rule
+        self.path = str(path)
+        self.detail = message
+
+
 class StatsError(PhasebenchError):
     """A statistic was asked of data or settings it is not defined for."""
 
 
 class SubmissionsError(PhasebenchError):
     """A leaderboard command was pointed at something that is not a submissions folder."""
+
+
+class PlainYamlError(PhasebenchError, ValueError):
+    """The text is not plain YAML data; the message (one line) says why."""
 
 
 class HubError(PhasebenchError):
@@ -77,6 +133,18 @@ class DependencyError(PhasebenchError):
     """An optional dependency is missing; the message names the extra to install."""
 
 
+class ProbeError(PhasebenchError):
+    """A probe cannot run as asked (a prompt without a marker, a shift that is not exact, ...)."""
+
+
+class PressError(PhasebenchError):
+    """A press name, field or value that cannot build a kvpress press."""
+
+
+class PromptSplitError(PhasebenchError):
+    """A prompt that cannot be cut at its question without moving a labelled token."""
+
+
 class MachineError(PhasebenchError):
     """The machine cannot do the work (a package missing or broken, memory or disk exhausted, a
     worker process that crashed): the run's failure, never blamed on its input."""
@@ -87,3 +155,18 @@ class MachineError(PhasebenchError):
 class MissingPackageError(TokenizerError, MachineError):
     """A package phasebench itself names (a tokenizer package, a tokenizer library) is not
     installed or does not import: the machine is incomplete, whoever asked for it."""
+
+
+def first_line(exc: BaseException, limit: int = 200, empty: str | None = None) -> str:
+    """The first line of ``exc``'s message (at most ``limit`` characters), or ``empty`` when the
+    message is empty (default: the exception's type name): how a one-line error quotes another
+    library's exception."""
+    text = str(exc).strip()
+    line = text.splitlines()[0].strip()[:limit] if text else ""
+    return line or (type(exc).__name__ if empty is None else empty)
+
+
+def debugging() -> bool:
+    """``PHASEBENCH_DEBUG`` is set (to anything but ``0`` or nothing): an unexpected exception
+    that phasebench would turn into a refusal or a one-line error re-raises with its traceback."""
+    return os.environ.get("PHASEBENCH_DEBUG", "").strip() not in ("", "0")

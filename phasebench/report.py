@@ -1,7 +1,7 @@
 """``phasebench report``: per-phase statistics, tables, JSON and plots from lm-eval outputs.
 
 Compute -> JSON -> render. :func:`build_report` reads per-sample logs and computes every number
-through :func:`phasebench.samples.summarize_records` (the function the lm-eval aggregates and
+through :func:`phasebench.stats.summarize_samples` (the function the lm-eval aggregates and
 the leaderboard use); the terminal tables, the JSON file and the plots are all rendered from that
 one report dict, and a report JSON given back is rendered without recomputing anything.
 
@@ -27,7 +27,7 @@ from typing import Any
 from phasebench import metrics
 from phasebench._version import __version__
 from phasebench.atomic import FileSet, atomic_files, atomic_write_text
-from phasebench.errors import SamplesError, SpecError
+from phasebench.errors import SamplesError, SpecError, StatsError, debugging, first_line
 from phasebench.families import get_family
 from phasebench.rows import config_length, row_problem
 from phasebench.samples import (
@@ -42,8 +42,8 @@ from phasebench.samples import (
     scored_record,
     served_label,
     served_state,
-    summarize_records,
 )
+from phasebench.stats import summarize_samples
 
 __all__ = [
     "REPORT_FORMAT",
@@ -253,7 +253,7 @@ def build_report(
 
     Layout: ``{"format", "phasebench_version", "settings", "runs": {run: {"source", "tasks":
     {task: {length: entry}}}}}`` where each entry is ``{"task", "length"}`` plus
-    :func:`phasebench.samples.summarize_records` of the task's samples at that length.
+    :func:`phasebench.stats.summarize_samples` of the task's samples at that length.
     """
     out: dict[str, Any] = {
         "format": REPORT_FORMAT,
@@ -275,11 +275,18 @@ def build_report(
                     )
             for (label, length), records in sorted(groups.items()):
                 try:
-                    summary = summarize_records(records, n_boot=n_boot, n_perm=n_perm, seed=seed)
+                    summary = summarize_samples(records, n_boot=n_boot, n_perm=n_perm, seed=seed)
                 except SamplesError:
                     raise
-                except Exception as exc:  # a StatsError names what is wrong with the data
+                except StatsError as exc:  # names what is wrong with the data
                     raise SamplesError(f"{run.source}: {label} length {length}: {exc}") from None
+                except (ValueError, TypeError, KeyError, IndexError, ArithmeticError) as exc:
+                    if debugging():  # PHASEBENCH_DEBUG=1: a bug keeps its traceback
+                        raise
+                    raise SamplesError(
+                        f"{run.source}: {label} length {length}: samples of an unexpected shape "
+                        f"({type(exc).__name__}: {first_line(exc)})"
+                    ) from None
                 tasks.setdefault(label, {})[str(length)] = {
                     "task": label,
                     "length": length,
@@ -400,6 +407,15 @@ def _ci(ci: Sequence[float | None] | None) -> str:
     return f"[{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"
 
 
+def _interval(stat: metrics.Statistic, ci: Sequence[float | None] | None) -> str:
+    """An interval in its statistic's unit: points for accuracies, nats for a margin."""
+    if stat.unit != "nats":
+        return _ci(ci)
+    if not ci or ci[0] is None or ci[1] is None:
+        return "[  n/a]"
+    return f"[{ci[0]:+.3f}, {ci[1]:+.3f}]"
+
+
 def _p(p: float | None) -> str:
     # "< 0.001" at the floor of the default 1000 permutations: true for any other count too
     return metrics.format_p(p) or "n/a"
@@ -454,7 +470,7 @@ def _statistic_lines(entry: Mapping[str, Any]) -> list[str]:
         label = stat.label.ljust(12) if len(stat.label) < 12 else stat.label + " "
         line = f"  {label}{format_value(stat, stat.value(entry))}"
         if stat.interval is not None:
-            line += f"  {_ci(stat.interval_of(entry))}"
+            line += f"  {_interval(stat, stat.interval_of(entry))}"
         notes = [
             _note(n, n.value(entry))
             for n in declared
@@ -592,7 +608,7 @@ def comparison_frame(report: dict[str, Any]):
                 for stat in shown:
                     row[stat.label] = format_value(stat, stat.value(e)).strip()
                     if stat.interval is not None:
-                        row[f"{stat.label} CI"] = _ci(stat.interval_of(e))
+                        row[f"{stat.label} CI"] = _interval(stat, stat.interval_of(e))
                 rows.append(row)
     frame = pd.DataFrame(rows)
     return frame.sort_values(["task", "length", "run"], kind="stable")

@@ -10,8 +10,8 @@ must be finite, and a failure names the file and the rule it broke.
 A :class:`ScoredRecord` (length, modulus, unit, phase, acc, margin, pad, length_phase) is what
 one sample contributes to the phase statistics. The lm-eval tasks build it from the doc and the
 response, ``phasebench report`` from the logged doc and metrics, the leaderboard from the
-regenerated row and the re-scored response; :func:`summarize_records` turns any set of them into
-numbers through :func:`phasebench.stats.summarize_samples`.
+regenerated row and the re-scored response; :func:`phasebench.stats.summarize_samples` turns any
+set of them into numbers.
 """
 
 from __future__ import annotations
@@ -21,13 +21,14 @@ import json
 import math
 import re
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
-from phasebench.errors import SamplesError, StatsError
+from phasebench.errors import LogError, SamplesError
 from phasebench.rows import config_length, paired_unit
+from phasebench.stats.records import ScoredRecord
 
 __all__ = [
     "RESULTS_NAME",
@@ -43,23 +44,12 @@ __all__ = [
     "served_verified_share",
     "served_label",
     "served_state",
-    "summarize_records",
 ]
 
 RESULTS_NAME = re.compile(r"^results_(?P<date>[0-9][0-9T:._-]*)\.json$")
 SAMPLES_NAME = re.compile(
     r"^samples_(?P<task>[A-Za-z0-9_]+?)_(?P<date>[0-9][0-9T:._-]*)\.jsonl(\.gz)?$"
 )
-
-
-class LogError(SamplesError):
-    """An lm-eval output file breaks a reading rule (``size``, ``json`` or ``path``)."""
-
-    def __init__(self, rule: str, path: Path | str, message: str) -> None:
-        super().__init__(f"{path}: {message}")
-        self.rule = rule
-        self.path = str(path)
-        self.detail = message
 
 
 @dataclass(frozen=True)
@@ -241,30 +231,6 @@ def served_verified_share(items: Sequence[Any]) -> float:
 # -- scored records ------------------------------------------------------------------------------
 
 
-class ScoredRecord(NamedTuple):
-    """What one sample contributes to the phase statistics. A tuple, so lm-eval can collect
-    and log it (a logged record comes back as a list: :meth:`of` turns it back)."""
-
-    #: The sample's config length (:func:`phasebench.rows.config_length`).
-    length: int
-    modulus: int
-    #: Its paired unit (:func:`phasebench.rows.paired_unit`): one row of the phase matrix.
-    unit: Any
-    phase: int
-    acc: float
-    #: The family's margin (None for families without one).
-    margin: float | None
-    #: Padding tokens (the sweep order of a margin family; 0 elsewhere).
-    pad: int
-    #: The row's length phase where its config ran the length axis (None elsewhere).
-    length_phase: int | None = None
-
-    @classmethod
-    def of(cls, items: Iterable[Any]) -> ScoredRecord:
-        """A record from its fields in order (a logged list, nested lists made tuples)."""
-        return cls(*(tuple(x) if isinstance(x, list) else x for x in items))
-
-
 def scored_record(doc: Mapping[str, Any], acc: float, margin: float | None) -> ScoredRecord:
     """What one sample contributes to the phase statistics (see :class:`ScoredRecord`)."""
     length_phase = doc.get("length_phase")
@@ -278,73 +244,3 @@ def scored_record(doc: Mapping[str, Any], acc: float, margin: float | None) -> S
         int(doc.get("pad_tokens", 0)),
         None if length_phase is None else int(length_phase),
     )
-
-
-def summarize_records(records: Iterable[ScoredRecord], **stats_kwargs: Any) -> dict[str, Any]:
-    """:func:`phasebench.stats.summarize_samples` of scored records of one modulus; records
-    with a margin also get their margins, sweeps and phase-lock rates.
-
-    Records with a length phase (the length axis ran) are summarized on each axis that varies
-    within a base item, each paired within what the other holds fixed: the needle phase over
-    units (base item, length phase), the length phase over units (base item, needle phase).
-    The needle axis stays at the top level with ``length_axis`` beside it and ``phase_table``,
-    the mean accuracy per (needle phase, length phase), when both ran; when only the length
-    axis ran, the top level is the length axis (``axis``: ``"length"``)."""
-    from phasebench.stats import summarize_samples
-
-    records = [ScoredRecord.of(r) for r in records]
-    if not records:
-        raise StatsError("no samples to summarize")
-    moduli = {r.modulus for r in records}
-    if len(moduli) != 1:
-        raise StatsError(
-            f"samples mix phase moduli {sorted(moduli)}; summarize one split at a time"
-        )
-    has_margin = [r.margin is not None for r in records]
-    if any(has_margin) and not all(has_margin):
-        raise StatsError("some samples have a margin and others none; mixed families?")
-    modulus = moduli.pop()
-    with_length = [r.length_phase is not None for r in records]
-    if any(with_length) and not all(with_length):
-        raise StatsError("some samples have a length phase and others none; mixed configs?")
-
-    def axis(units: list, phases: list) -> dict[str, Any]:
-        return summarize_samples(
-            units,
-            phases,
-            [r.acc for r in records],
-            modulus,
-            margins=[r.margin for r in records] if all(has_margin) else None,
-            pads=[r.pad for r in records],
-            **stats_kwargs,
-        )
-
-    if not any(with_length):
-        return axis([r.unit for r in records], [r.phase for r in records])
-    needle_varies = len({(r.unit, r.length_phase, r.phase) for r in records}) > len(
-        {(r.unit, r.length_phase) for r in records}
-    )
-    lengths = axis([f"{r.unit}/n{r.phase}" for r in records], [r.length_phase for r in records])
-    if not needle_varies:
-        return {**lengths, "axis": "length"}
-    out = axis([f"{r.unit}/l{r.length_phase}" for r in records], [r.phase for r in records])
-    out["axis"] = "needle"
-    out["length_axis"] = lengths
-    out["phase_table"] = _phase_table(records)
-    return out
-
-
-def _phase_table(records: list[ScoredRecord]) -> dict[str, Any]:
-    """Mean accuracy and count per (needle phase, length phase) cell, in residue order."""
-    cells: dict[tuple[int, int], list[float]] = {}
-    for r in records:
-        cells.setdefault((r.phase, r.length_phase), []).append(r.acc)
-    needle = sorted({k[0] for k in cells})
-    length = sorted({k[1] for k in cells})
-    acc = [[_mean(cells.get((p, q))) for q in length] for p in needle]
-    n = [[len(cells.get((p, q), [])) for q in length] for p in needle]
-    return {"needle_phases": needle, "length_phases": length, "acc": acc, "n": n}
-
-
-def _mean(values: list[float] | None) -> float | None:
-    return sum(values) / len(values) if values else None

@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from phasebench.errors import AssemblyError, MissingPackageError, TokenizerError
+from phasebench.errors import AssemblyError, MissingPackageError, TokenizerError, first_line
 from phasebench.tokenizer_behaviour import (
     Behaviour,
     TokenizerLoadWarning,
@@ -66,6 +66,7 @@ __all__ = [
     "load_tokenizer",
     "piece_context",
     "tokenizer_fingerprint",
+    "truthy",
 ]
 
 
@@ -211,20 +212,22 @@ def _hf_kwargs(args: dict[str, Any]) -> dict[str, Any]:
     """Tokenizer kwargs exactly as lm-eval's ``hf`` backend builds them from model args."""
     kwargs: dict[str, Any] = {
         "revision": args.get("revision") or "main",
-        "trust_remote_code": _as_bool(args.get("trust_remote_code", False)),
+        "trust_remote_code": truthy(args.get("trust_remote_code", False)),
     }
     if args.get("gguf_file"):
         kwargs["gguf_file"] = args["gguf_file"]
     else:
         kwargs["use_fast"] = True
     if args.get("add_bos_token") not in (None, ""):
-        kwargs["add_bos_token"] = _as_bool(args["add_bos_token"])
+        kwargs["add_bos_token"] = truthy(args["add_bos_token"])
     if args.get("subfolder"):
         kwargs["subfolder"] = args["subfolder"]
     return kwargs
 
 
-def _as_bool(value: Any) -> bool:
+def truthy(value: Any) -> bool:
+    """A boolean argument as lm-eval's ``--model_args`` and a spec's tokenizer arguments give
+    it: ``1`` / ``true`` / ``yes`` (any case) as text, else the value's truth."""
     if isinstance(value, str):
         return value.strip().lower() in ("1", "true", "yes")
     return bool(value)
@@ -275,9 +278,8 @@ def _load_cached(name: str, args_items: tuple[tuple[str, str], ...]) -> PhaseTok
             f"cannot load tokenizer {name!r}: a library it needs does not import ({first})"
         ) from None
     except Exception as exc:  # transformers raises many kinds; one clear line for the user
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise TokenizerError(
-            f"cannot load tokenizer {name!r} ({first[:200]}); expected the built-in alias "
+            f"cannot load tokenizer {name!r} ({first_line(exc)}); expected the built-in alias "
             f"'deepseek-v4', a tokenizer.json file, a folder holding one, or a Hub model id"
         ) from None
     backend = getattr(hf, "backend_tokenizer", None)

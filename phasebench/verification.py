@@ -25,13 +25,18 @@ import pyarrow.parquet as pq
 from tqdm.auto import tqdm
 
 from phasebench.build import HASH_KEY, MANIFEST, content_hash, partial_configs, read_manifest
-from phasebench.errors import SpecError, SplitError, TokenizerError
+from phasebench.errors import SpecError, SplitError, TokenizerError, debugging, first_line
 from phasebench.families import get_family
 from phasebench.placement import TOLERANCE, axis_balance
 from phasebench.rng import derive_rng
 from phasebench.rows import LENGTH_PHASE_FIELDS, row_problem
 from phasebench.specs import SplitSpec
-from phasebench.tokenization import PhaseTokenizer, encoding_difference, load_tokenizer
+from phasebench.tokenization import (
+    PhaseTokenizer,
+    encoding_difference,
+    load_tokenizer,
+    truthy,
+)
 
 META_COLUMNS = (
     "id",
@@ -97,6 +102,8 @@ def _check_one(row: dict) -> list[str]:
     try:
         return [f"{row['id']}: {p}" for p in family.verify_row(tok, row)]
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+        if debugging():  # PHASEBENCH_DEBUG=1: a bug keeps its traceback
+            raise
         return [f"{ascii(row.get('id'))}: row of an unexpected shape ({type(exc).__name__})"]
 
 
@@ -119,7 +126,7 @@ def verify_config(
     except (SplitError, SpecError, TypeError, ValueError) as exc:
         return Report(folder.name, problems=[f"{MANIFEST}: {_short(exc)}"])
     report = Report(manifest["config"])
-    if tokenizer is None and _truthy(dict(spec.tokenizer_args).get("trust_remote_code")):
+    if tokenizer is None and truthy(dict(spec.tokenizer_args).get("trust_remote_code")):
         report.problems.append(
             "the manifest asks for trust_remote_code: verify never runs code a split names; "
             "load the tokenizer yourself and pass it (verify_config(..., tokenizer=...))"
@@ -170,6 +177,8 @@ def verify_config(
     try:
         report.problems += _config_problems(manifest, spec, family, tok, meta)
     except (KeyError, TypeError, ValueError, IndexError) as exc:
+        if debugging():
+            raise
         report.problems.append(f"rows of an unexpected shape ({_short(exc)})")
         return report
 
@@ -238,12 +247,7 @@ def _config_problems(
 
 
 def _short(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return " ".join(text.split())[:200]
-
-
-def _truthy(value: object) -> bool:
-    return str(value).strip().lower() in ("1", "true", "yes")
+    return " ".join(first_line(exc).split())
 
 
 def _stream(folder: Path, manifest: dict):

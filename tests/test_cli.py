@@ -151,6 +151,39 @@ def test_every_option_has_help_and_shows_its_default():
     assert "(default: 8)" in help_text and "(default: deepseek-v4)" in help_text
 
 
+def test_shared_options_are_defined_once():
+    """Every command's parser has the one help formatter without naming it, and ``--quiet``
+    is written only in ``phasebench/cli/_args.py``."""
+    from pathlib import Path
+
+    from phasebench.cli import HelpFormatter, build_parser
+
+    for name, sub in _subcommands(build_parser()):
+        assert sub.formatter_class is HelpFormatter, name
+    cli = Path(__file__).resolve().parent.parent / "phasebench" / "cli"
+    for path in sorted(cli.glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        if path.name != "__init__.py":
+            assert "formatter_class" not in text, path.name
+        if path.name != "_args.py":
+            assert '"--quiet"' not in text, path.name
+
+
+def test_the_version_is_written_in_one_place():
+    """pyproject.toml reads it from phasebench/_version.py; CITATION.cff must agree."""
+    import tomllib
+    from pathlib import Path
+
+    from phasebench import __version__
+
+    root = Path(__file__).resolve().parent.parent
+    project = tomllib.loads((root / "pyproject.toml").read_text())
+    assert "version" not in project["project"] and "version" in project["project"]["dynamic"]
+    attr = project["tool"]["setuptools"]["dynamic"]["version"]["attr"]
+    assert attr == "phasebench._version.__version__"
+    assert f"\nversion: {__version__}\n" in (root / "CITATION.cff").read_text()
+
+
 def test_version_and_python_dash_m(capsys):
     from phasebench import __version__
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -13,6 +15,7 @@ from scipy import stats as sps
 
 from phasebench.errors import PhasebenchError
 from phasebench.rng import derive_rng
+from phasebench.samples import ScoredRecord
 from phasebench.stats import (
     cochran_q,
     dominant_period,
@@ -392,7 +395,11 @@ def test_summarize_samples_averages_a_units_repeated_visits_of_a_phase():
     phases = [p % 4 for p in pads]
     acc = [1, 0, 1, 1, 0, 0, 1, 1] + [1, 1, 1, 0, 1, 1, 0, 0]
     margins = [float(p) for p in range(16)]
-    out = summarize_samples(units, phases, acc, 4, margins=margins, pads=pads, seed=1)
+    records = [
+        ScoredRecord(64, 4, u, ph, float(a), m, pad)
+        for u, ph, a, m, pad in zip(units, phases, acc, margins, pads, strict=True)
+    ]
+    out = summarize_samples(records, seed=1)
     # a: phase 0 (1, 0) .5, 1 (0, 0) 0, 2 (1, 1) 1, 3 (1, 1) 1
     # b: phase 0 (1, 1) 1, 1 (1, 1) 1, 2 (1, 0) .5, 3 (0, 0) 0
     assert [r["acc"] for r in out["per_phase"]] == [0.75, 0.5, 0.75, 0.5]
@@ -404,29 +411,74 @@ def test_summarize_samples_averages_a_units_repeated_visits_of_a_phase():
     assert out["margin_sweeps"]["margins"][1][:2] == [8.0, 9.0]
     # any order of the samples gives the same numbers (rows follow the sorted units)
     order = derive_rng(0, "order").permutation(16)
-    again = summarize_samples(
-        [units[i] for i in order], [phases[i] for i in order], [acc[i] for i in order], 4,
-        margins=[margins[i] for i in order], pads=[pads[i] for i in order], seed=1,
-    )  # fmt: skip
-    assert again == out
+    assert summarize_samples([records[i] for i in order], seed=1) == out
+    # a logged record comes back from lm-eval as a list
+    assert summarize_samples([list(r) for r in records], seed=1) == out
+
+
+def test_summarize_samples_refuses_mixed_records():
+    a = ScoredRecord(64, 4, "a", 0, 1.0, None, 0)
+    with pytest.raises(PhasebenchError, match="mix phase moduli"):
+        summarize_samples([a, a._replace(modulus=8)])
+    with pytest.raises(PhasebenchError, match="margin"):
+        summarize_samples([a, a._replace(margin=0.5)])
+    with pytest.raises(PhasebenchError, match="no samples"):
+        summarize_samples([])
+
+
+STATS_API = [
+    "PhaseSummary",
+    "cochran_q",
+    "crossfit_worst",
+    "divisors",
+    "dominant_period",
+    "fold",
+    "period_spectrum",
+    "phase_lock_rate",
+    "phase_matrix",
+    "power_curve",
+    "power_n_base",
+    "summarize",
+    "summarize_samples",
+    "wilson",
+]
 
 
 def test_public_api_is_pinned():
     import phasebench.stats
 
-    assert sorted(phasebench.stats.__all__) == [
-        "PhaseSummary",
-        "cochran_q",
-        "crossfit_worst",
-        "divisors",
-        "dominant_period",
-        "fold",
-        "period_spectrum",
-        "phase_lock_rate",
-        "phase_matrix",
-        "power_curve",
-        "power_n_base",
-        "summarize",
-        "summarize_samples",
-        "wilson",
-    ]
+    assert sorted(phasebench.stats.__all__) == STATS_API
+
+
+def test_every_public_name_is_its_submodules_object():
+    """``phasebench.stats`` is a package of modules by job; each public name is the object its
+    module defines, whatever submodule was imported first, and no submodule is named like a
+    public name (importing it would replace the attribute)."""
+    import importlib
+    import pkgutil
+
+    import phasebench.stats
+
+    subs = [m.name for m in pkgutil.iter_modules(phasebench.stats.__path__)]
+    for name in subs:
+        importlib.import_module(f"phasebench.stats.{name}")
+    assert not set(subs) & set(STATS_API)
+    for name in STATS_API:
+        value = getattr(phasebench.stats, name)
+        assert value.__module__.startswith("phasebench.stats."), name
+        assert getattr(importlib.import_module(value.__module__), name) is value, name
+
+
+def test_importing_the_package_or_a_record_imports_no_scipy():
+    """The lm-eval task hooks build scored records at start-up; scipy (seconds to import) loads
+    only when a number is computed."""
+    code = (
+        "import sys\n"
+        "import phasebench.stats\n"
+        "from phasebench.samples import ScoredRecord\n"
+        "assert 'scipy' not in sys.modules, 'scipy imported early'\n"
+        "from phasebench.stats import summarize\n"
+        "assert 'scipy' in sys.modules\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]

@@ -4,7 +4,8 @@ Each command lives in its own module with ``add_parser(subparsers)`` (options on
 parser imports no heavy library, so ``phasebench --help`` answers at once) and ``run(args)``
 (imports what it needs, calls library functions, prints their results). A
 :class:`~phasebench.errors.PhasebenchError`, or an ``OSError`` while writing outputs, becomes one
-line on stderr and exit code 2.
+line on stderr and exit code 2 (3 for a :class:`~phasebench.errors.MachineError`); with
+``PHASEBENCH_DEBUG=1`` it keeps its traceback instead.
 """
 
 from __future__ import annotations
@@ -38,7 +39,13 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescript
 
 
 class Parser(argparse.ArgumentParser):
-    """An argument parser whose usage errors are one line (``--help`` shows the usage)."""
+    """An argument parser whose usage errors are one line (``--help`` shows the usage) and
+    whose help uses :class:`HelpFormatter`. Every command and action is one (argparse makes
+    sub-parsers of the parent's class), so no command names either again."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):  # type: ignore[override]
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
@@ -48,7 +55,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="phasebench",
         description="Phase-balanced long-context splits that expose phase sensitivity.",
-        formatter_class=HelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"phasebench {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -64,7 +70,7 @@ def _one_line_warning(message, category, filename, lineno, line=None) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     import warnings
 
-    from phasebench.errors import PhasebenchError
+    from phasebench.errors import PhasebenchError, debugging
 
     warnings.formatwarning = _one_line_warning
     try:
@@ -74,8 +80,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.run(args) or 0)
     except PhasebenchError as exc:
+        if debugging():  # PHASEBENCH_DEBUG=1: the traceback of any error
+            raise
         return fail(str(exc), exc.exit_code)
     except OSError as exc:  # a full disk, a read-only folder, a path that is a file
+        if debugging():
+            raise
         where = f" ({exc.filename})" if exc.filename else ""
         return fail(f"{exc.strerror or exc}{where}", 2)
     except KeyboardInterrupt:

@@ -1,4 +1,5 @@
-"""Argument types shared by several commands (parsing only; no library imports)."""
+"""Options and argument types shared by several commands, each defined once (parsing only; no
+library imports)."""
 
 from __future__ import annotations
 
@@ -55,3 +56,8 @@ def positive_float(text: str) -> float:
     if not value > 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"must be a finite number > 0 (got {text})")
     return value
+
+
+def quiet(parser: argparse.ArgumentParser, what: str = "no progress bar") -> None:
+    """``--quiet``: ``what`` it leaves out of the output."""
+    parser.add_argument("--quiet", action="store_true", help=what)

@@ -8,13 +8,11 @@ from phasebench.cli import _args
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from phasebench.cli import HelpFormatter
     from phasebench.reference import DEMO_N_BASE, EVAL_LENGTH
 
     demo = sub.add_parser(
         "demo",
         help="the whole pipeline on the reference models: splits, lm-eval, report, site",
-        formatter_class=HelpFormatter,
     )
     demo.add_argument("--out", default="phasebench-demo", help="output folder")
     demo.add_argument(
@@ -29,7 +27,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default=0,
         help="seed of the evaluation split (the models never saw any evaluation seed)",
     )
-    demo.add_argument("--quiet", action="store_true", help="print only the results")
+    _args.quiet(demo, "print only the results")
     demo.set_defaults(run=run)
 
 

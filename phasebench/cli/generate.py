@@ -9,13 +9,11 @@ from phasebench.cli import _args
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from phasebench.cli import HelpFormatter
 
     gen = sub.add_parser(
         "generate",
         help="build phase-balanced splits",
         description="Build phase-balanced splits (one folder per length) for a tokenizer.",
-        formatter_class=HelpFormatter,
     )
     from phasebench.families import names
 
@@ -86,7 +84,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="replace configs already in --out (the new one is built beside and swapped in)",
     )
-    gen.add_argument("--quiet", action="store_true", help="no progress bar")
+    _args.quiet(gen, "no progress bar")
     gen.set_defaults(run=run)
 
 

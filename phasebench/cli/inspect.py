@@ -9,12 +9,10 @@ from phasebench.cli import _args
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from phasebench.cli import HelpFormatter
 
     ins = sub.add_parser(
         "inspect",
         help="show a row with its needle, and the balance table",
-        formatter_class=HelpFormatter,
     )
     ins.add_argument("path", help="a config folder, or a folder of configs")
     ins.add_argument("--row", type=_args.non_negative_int, default=0, help="row number to show")

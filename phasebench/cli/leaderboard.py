@@ -12,16 +12,11 @@ from phasebench.cli import _args
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from phasebench.cli import HelpFormatter
 
-    lb = sub.add_parser(
-        "leaderboard", help="pack, validate and publish submissions", formatter_class=HelpFormatter
-    )
+    lb = sub.add_parser("leaderboard", help="pack, validate and publish submissions")
     actions = lb.add_subparsers(dest="leaderboard_command", required=True, metavar="ACTION")
 
-    pk = actions.add_parser(
-        "pack", help="shrink lm-eval output to what validation needs", formatter_class=HelpFormatter
-    )
+    pk = actions.add_parser("pack", help="shrink lm-eval output to what validation needs")
     pk.add_argument("source", help="lm-eval --output_path folder (results_*.json, samples_*.jsonl)")
     pk.add_argument("--out", required=True, help="submission folder ORG__MODEL/REVISION")
     pk.add_argument("--submission", default=None, help="submission.yaml to copy alongside")
@@ -35,7 +30,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     va = actions.add_parser(
         "validate",
         help="check submissions; exit 1 if any is refused",
-        formatter_class=HelpFormatter,
     )
     va.add_argument("path", help="a submissions folder or one submission folder")
     va.add_argument("--report", default=None, help="write the rejection report as JSON")
@@ -46,7 +40,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="leaderboard.json (or site folder) of the published board: its entries came first",
     )
-    va.add_argument("--quiet", action="store_true", help="no progress lines")
+    _args.quiet(va, "no progress lines")
     va.set_defaults(run=_validate)
 
     bu = actions.add_parser(
@@ -58,7 +52,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "library that does not import, a crashed or killed validating process, a full disk) "
         "stops the build with one line and exit code 3, and the published site stays as it "
         "was.",
-        formatter_class=HelpFormatter,
     )
     bu.add_argument("submissions", help="the submissions folder")
     bu.add_argument(
@@ -76,7 +69,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "first (default: the earlier site in --out, if any)",
     )
     bu.add_argument("--no-reported", action="store_true", help="leave out the published figures")
-    bu.add_argument("--quiet", action="store_true", help="no progress lines")
+    _args.quiet(bu, "no progress lines")
     bu.set_defaults(run=_build)
 
     ex = actions.add_parser(
@@ -88,7 +81,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "the value, the average and the gap in the notes, a link back to the board. The "
         "dataset named must be the benchmark `phasebench publish` built (its eval.yaml names "
         "the tasks).",
-        formatter_class=HelpFormatter,
     )
     ex.add_argument("board", help="leaderboard.json, or the site folder that holds it")
     ex.add_argument("--dataset", required=True, metavar="ORG/NAME", help="benchmark dataset id")
@@ -109,7 +101,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description="After re-running a submission's model and getting its samples back, mark "
         "it reproduced: reproduced.yaml names who, when and how, and the SHA-256 of every "
         "results and samples file it vouches for (a later change voids the mark).",
-        formatter_class=HelpFormatter,
     )
     mr.add_argument("folder", help="the submission folder ORG__MODEL/REVISION")
     mr.add_argument("--by", required=True, help="who re-ran it (shown on the site)")

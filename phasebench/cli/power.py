@@ -6,14 +6,12 @@ import argparse
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from phasebench.cli import HelpFormatter
 
     pw = sub.add_parser(
         "power",
         help="base items needed to detect a phase gap",
         description="Base items per split needed so the permutation gap test detects GAP at "
         "average accuracy ACC (simulation; conservative, see phasebench.stats.power_n_base).",
-        formatter_class=HelpFormatter,
     )
     pw.add_argument("--acc", type=float, required=True, help="average accuracy, e.g. 0.9")
     pw.add_argument("--gap", type=float, required=True, help="best - worst phase, e.g. 0.06")

@@ -21,7 +21,6 @@ def _styles(text: str) -> tuple[str, ...]:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from phasebench.cli import HelpFormatter
 
     pr = sub.add_parser(
         "probe",
@@ -34,7 +33,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "{{balance}} after the passage takes the tokens back there (total length fixed, only "
         "the phase moves); {{question}} marks where the question starts (needed by "
         "--model phasebench-kvpress).",
-        formatter_class=HelpFormatter,
     )
     pr.add_argument("prompt_file", metavar="PROMPT_FILE", help="the prompt, with {{shift}}")
     pr.add_argument(

@@ -8,12 +8,10 @@ from phasebench.cli import _args
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from phasebench.cli import HelpFormatter
 
     pub = sub.add_parser(
         "publish",
         help="build a Hugging Face dataset repository folder with its data card (and push it)",
-        formatter_class=HelpFormatter,
     )
     pub.add_argument(
         "generated", nargs="+", metavar="GENERATED_DIR", help="folders from phasebench generate"

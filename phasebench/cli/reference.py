@@ -10,7 +10,6 @@ from phasebench.cli import _args
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from phasebench.cli import HelpFormatter
     from phasebench.reference import (
         DEMO_N_BASE,
         EVAL_LENGTH,
@@ -22,13 +21,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     ref = sub.add_parser(
         "reference",
         help="train or check the small reference models",
-        formatter_class=HelpFormatter,
     )
     actions = ref.add_subparsers(dest="reference_command", required=True, metavar="ACTION")
     tr = actions.add_parser(
         "train",
         help="train reference models from scratch (CPU, fixed seed)",
-        formatter_class=HelpFormatter,
     )
     tr.add_argument(
         "variant",
@@ -47,13 +44,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--threads", type=_args.positive_int, default=1, help="torch threads (1 reproduces)"
     )
     tr.add_argument("--out", default=None, help="folder for <variant>/ (default: shipped weights)")
-    tr.add_argument("--quiet", action="store_true", help="no loss lines")
+    _args.quiet(tr, "no loss lines")
     tr.set_defaults(run=_train)
 
     ev = actions.add_parser(
         "evaluate",
         help="quick in-process phase profile of one model folder",
-        formatter_class=HelpFormatter,
     )
     ev.add_argument("model", help="a reference model folder")
     ev.add_argument(
@@ -68,7 +64,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     sw = actions.add_parser(
         "sweep",
         help="period against stride: one model per stride (W = 2S) and the control, via lm-eval",
-        formatter_class=HelpFormatter,
     )
     sw.add_argument("--out", default="phasebench-sweep", help="output folder")
     sw.add_argument(

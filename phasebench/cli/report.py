@@ -9,14 +9,12 @@ from phasebench.cli import _args
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from phasebench.cli import HelpFormatter
 
     rep = sub.add_parser(
         "report",
         help="phase statistics, tables and plots from lm-eval outputs",
         description="Read lm-eval output folders (run with --log_samples) or phasebench report "
         "JSON files; print average, worst phase, gap with intervals, p-value and period.",
-        formatter_class=HelpFormatter,
     )
     rep.add_argument("paths", nargs="+", metavar="PATH", help="lm-eval --output_path folders")
     rep.add_argument("--json", dest="json_out", default=None, metavar="FILE", help="write JSON")

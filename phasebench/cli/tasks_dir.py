@@ -6,12 +6,10 @@ import argparse
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from phasebench.cli import HelpFormatter
 
     td = sub.add_parser(
         "tasks-dir",
         help="print the installed lm-eval tasks folder (for lm_eval --include_path)",
-        formatter_class=HelpFormatter,
     )
     td.set_defaults(run=run)
 

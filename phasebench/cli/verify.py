@@ -8,14 +8,12 @@ from phasebench.cli import _args
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from phasebench.cli import HelpFormatter
 
     ver = sub.add_parser(
         "verify",
         help="re-encode a built split and check every claim (exit 1 if any fails)",
         description="Re-encode every prompt whole with the split's tokenizer and check lengths, "
         "anchors, phases, pairing, balance and content hashes.",
-        formatter_class=HelpFormatter,
     )
     ver.add_argument("paths", nargs="+", metavar="PATH", help="config folders or their parents")
     ver.add_argument(
@@ -25,7 +23,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="re-encode only K rows per config (default: all)",
     )
     ver.add_argument("--num-proc", type=_args.positive_int, default=1, help="worker processes")
-    ver.add_argument("--quiet", action="store_true", help="no progress bar")
+    _args.quiet(ver, "no progress bar")
     ver.set_defaults(run=run)
 
 

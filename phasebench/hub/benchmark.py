@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from phasebench.errors import HubError
+from phasebench.errors import HubError, first_line
 
 EVAL_FILE = "eval.yaml"
 #: The harness that runs phasebench's tasks (phasebench registers them with lm-eval).
@@ -86,7 +86,7 @@ def parse_eval_yaml(text: str) -> dict[str, Any]:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise HubError(f"{EVAL_FILE} is not YAML ({str(exc).splitlines()[0]})") from None
+        raise HubError(f"{EVAL_FILE} is not YAML ({first_line(exc)})") from None
     if not isinstance(data, dict) or sorted(data) != sorted(EVAL_KEYS):
         got = sorted(data) if isinstance(data, dict) else type(data).__name__
         raise HubError(f"{EVAL_FILE} must hold exactly {', '.join(EVAL_KEYS)} (got {got})")

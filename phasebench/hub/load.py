@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from phasebench import build
 from phasebench.build import MANIFEST, content_hash, read_manifest
-from phasebench.errors import HubError, SplitError, TokenizerError
+from phasebench.errors import HubError, SplitError, TokenizerError, first_line
 from phasebench.hub.naming import CARD, INDEX, SPLIT, is_repo_id
 from phasebench.hub.repo import MAX_CARD_BYTES, MAX_INDEX_BYTES, parse_index, read_index
 
@@ -32,9 +32,8 @@ def _download(source: str, filename: str, revision: str | None, endpoint: str | 
             f"dataset {source!r} has no {filename}; it was not published by `phasebench publish`"
         ) from None
     except (HfHubHTTPError, OSError, ValueError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise HubError(
-            f"cannot read {filename} of dataset {source!r} ({first[:200]}); give a local "
+            f"cannot read {filename} of dataset {source!r} ({first_line(exc)}); give a local "
             f"folder or a Hub dataset id you can access"
         ) from None
     return Path(path)
@@ -111,10 +110,10 @@ def select_configs(
                     )
                 )
             except Exception as exc:  # offline, gated, missing: one line for the user
-                first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
                 raise HubError(
                     f"cannot download {', '.join(chosen)} of dataset {text!r} "
-                    f"({type(exc).__name__}: {first[:160]}); give a local folder instead"
+                    f"({type(exc).__name__}: {first_line(exc, 160, '')}); give a local folder "
+                    "instead"
                 ) from None
         selected = [root / name for name in chosen]
     else:
@@ -153,10 +152,9 @@ def _load_dataset(path: str, config: str, **kwargs: Any) -> datasets.Dataset:
     except (datasets.exceptions.DatasetsError, yaml.YAMLError, ValueError, KeyError,
             TypeError, OSError) as exc:  # fmt: skip
         cause = exc.__cause__ or exc.__context__ or exc
-        first = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
         raise HubError(
             f"{path!r} config {config!r} does not load with datasets ({type(exc).__name__}: "
-            f"{first[:160]}); republish it with `phasebench publish`"
+            f"{first_line(cause, 160)}); republish it with `phasebench publish`"
         ) from None
 
 

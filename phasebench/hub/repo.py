@@ -28,7 +28,7 @@ from phasebench.atomic import (
     staged_folder,
 )
 from phasebench.build import HASH_KEY, MANIFEST, content_hash, read_manifest
-from phasebench.errors import HubError, SplitError
+from phasebench.errors import HubError, SplitError, first_line
 from phasebench.families import names as family_names
 from phasebench.hub.benchmark import EVAL_FILE, render_eval_yaml
 from phasebench.hub.card import render_card
@@ -395,14 +395,14 @@ def repo_problems(repo_dir: Path | str, *, deep: bool = True) -> list[str]:
     try:
         card_text = read_bounded(card_path, MAX_CARD_BYTES, "a data card").decode("utf-8")
     except (HubError, UnicodeDecodeError) as exc:
-        return [f"{CARD}: {str(exc).splitlines()[0][:200]}"]
+        return [f"{CARD}: {first_line(exc)}"]
     try:
         card = DatasetCard(card_text)
         declared = MetadataConfigs.from_dataset_card_data(card.data)
         infos = DatasetInfosDict.from_dataset_card_data(card.data)
         default = declared.get_default_config_name()
     except Exception as exc:  # huggingface_hub/datasets raise ValueError, YAMLError, ...
-        return [f"{CARD}: its metadata does not parse ({str(exc).splitlines()[0][:200]})"]
+        return [f"{CARD}: its metadata does not parse ({first_line(exc)})"]
     names = [c["name"] for c in index["configs"]]
     if sorted(declared) != sorted(names):
         problems.append(f"{CARD}: declares configs {sorted(declared)}, the folder holds {names}")

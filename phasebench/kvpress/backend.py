@@ -39,7 +39,7 @@ from lm_eval.models.utils import (
     postprocess_generated_text,
 )
 
-from phasebench.errors import PhasebenchError
+from phasebench.errors import PhasebenchError, first_line
 from phasebench.kvpress.presses import PressError, PressSpec, parse_press, press_fields
 from phasebench.kvpress.prompt import check_cut, question_offset
 
@@ -511,12 +511,10 @@ def _stack(caches: list[Any]) -> Any:
 def _press_failure(description: str, exc: Exception) -> PhasebenchError:
     """One line for a press that cannot run on this model (kvpress raises assertions, missing
     Hub files, unsupported attention implementations...)."""
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    text = first_line(exc, empty="")
     hint = ""
     if "eager" in text:
         hint = "; add attn_implementation=eager to --model_args"
     elif "huggingface.co" in text or type(exc).__name__.endswith("EntryNotFoundError"):
         hint = "; it needs files from the Hugging Face Hub, which phasebench never downloads"
-    return PressError(
-        f"{description} failed on this model ({type(exc).__name__}: {text[:200]}){hint}"
-    )
+    return PressError(f"{description} failed on this model ({type(exc).__name__}: {text}){hint}")

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from phasebench.errors import PhasebenchError
+from phasebench.errors import PressError, first_line
 
 #: Fields of a wrapper press that hold the press it wraps.
 INNER_FIELDS = ("press", "base_press")
@@ -35,10 +35,6 @@ DECODING = ("DecodingPress", "CompressionRatioDecodingPress", "PrefillDecodingPr
 QUESTION_INSIDE = ("FinchPress",)
 #: Presses whose required fields take lists, which ``--model_args`` cannot write.
 LIST_FIELDS = ("ComposedPress", "PerLayerCompressionPress")
-
-
-class PressError(PhasebenchError):
-    """A press name, field or value that cannot build a kvpress press."""
 
 
 def canonical(name: str) -> str:
@@ -130,8 +126,7 @@ def _construct(cls: type, kwargs: dict[str, Any]) -> Any:
         return cls(**kwargs)
     except (AssertionError, TypeError, ValueError) as exc:
         shown = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise PressError(f"kvpress refuses {cls.__name__}({shown}): {reason}") from None
+        raise PressError(f"kvpress refuses {cls.__name__}({shown}): {first_line(exc)}") from None
 
 
 def _coerce(cls: type, name: str, value: Any) -> Any:

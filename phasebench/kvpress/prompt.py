@@ -13,11 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from phasebench.errors import PhasebenchError
-
-
-class PromptSplitError(PhasebenchError):
-    """A prompt that cannot be cut at its question without moving a labelled token."""
+from phasebench.errors import PromptSplitError
 
 
 def question_offset(context: str, doc: Mapping[str, Any]) -> int:

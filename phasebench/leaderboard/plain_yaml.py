@@ -20,15 +20,13 @@ from typing import Any
 
 import yaml
 
+from phasebench.errors import PlainYamlError, first_line
+
 __all__ = ["MAX_DEPTH", "MAX_NODES", "PlainYamlError", "load_plain"]
 
 MAX_DEPTH = 32
 MAX_NODES = 10_000
 _DROPPED = {"tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:merge"}
-
-
-class PlainYamlError(ValueError):
-    """The text is not plain YAML data; the message (one line) says why."""
 
 
 class _PlainLoader(yaml.SafeLoader):
@@ -100,5 +98,4 @@ def load_plain(text: str) -> Any:
     except PlainYamlError:
         raise
     except (yaml.YAMLError, ValueError, TypeError, RecursionError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise PlainYamlError(" ".join(first.split())[:200]) from None
+        raise PlainYamlError(" ".join(first_line(exc).split())) from None

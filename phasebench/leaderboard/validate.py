@@ -54,7 +54,7 @@ from typing import Any
 import pandas as pd
 
 from phasebench.atomic import scratch_folder
-from phasebench.errors import MachineError, PhasebenchError, SubmissionsError
+from phasebench.errors import MachineError, PhasebenchError, SubmissionsError, debugging
 from phasebench.leaderboard.checks import check_task, task_configs
 from phasebench.leaderboard.collect import (
     Problem,
@@ -250,6 +250,8 @@ def validate_folder(request: Mapping[str, Any]) -> dict[str, Any]:
         problem = _unexpected(name, exc)
     except (PhasebenchError, KeyError, TypeError, ValueError, IndexError, AttributeError,
             RecursionError) as exc:  # fmt: skip
+        if debugging() and not isinstance(exc, PhasebenchError):
+            raise  # PHASEBENCH_DEBUG=1: a bug of phasebench's keeps its traceback
         problem = _unexpected(name, exc)
     return {"refused": [dataclasses.asdict(problem)]}
 

@@ -24,7 +24,12 @@ from phasebench.atomic import remove_entry, staged_folder
 from phasebench.errors import EvalError, SpecError, SplitError, TokenizerError
 from phasebench.families import get_family
 from phasebench.specs import TOKENIZER_ARG_NAMES, SplitSpec
-from phasebench.tokenization import PhaseTokenizer, encoding_difference, load_tokenizer
+from phasebench.tokenization import (
+    PhaseTokenizer,
+    encoding_difference,
+    load_tokenizer,
+    truthy,
+)
 
 log = logging.getLogger(__name__)
 
@@ -273,7 +278,7 @@ def resolve_split(family: str, **kwargs: Any) -> LoadedSplit:
     manifests = tuple(read_manifest(f) for f in folders)
     rows = [row for config_rows in per_config for row in config_rows]
     offset = 0
-    if _truthy(kwargs.get("apply_chat_template")):
+    if truthy(kwargs.get("apply_chat_template")):
         system = kwargs.get("system_instruction")
         # measured on the first and last row of every config: the prefix must be constant
         shifts = {chat_shift(tok, r, system) for c in per_config for r in (c[0], c[-1])}
@@ -305,12 +310,6 @@ def provenance(split: LoadedSplit) -> list[dict]:
     ]
 
 
-def _truthy(value: Any) -> bool:
-    if isinstance(value, str):
-        return value.strip().lower() in ("1", "true", "yes")
-    return bool(value)
-
-
 # -- chat template offset ------------------------------------------------------------------------
 
 _SENTINEL = "\x00PHASEBENCH\x00"
@@ -340,8 +339,12 @@ def chat_offset(tok: PhaseTokenizer, row: Mapping[str, Any], system: str | None 
     """Tokens a chat template adds before the prompt, as lm-eval's ``hf`` backend encodes it.
 
     Measured on the exact path: the templated prompt is encoded whole and the anchor's token is
-    found through the offsets mapping. A template that the tokenizer does not define raises, and
-    the caller falls back on offset invariance (DESIGN section 2).
+    found through the offsets mapping. A tokenizer without a usable chat template raises
+    :class:`~phasebench.errors.TokenizerError` (the run stops and says to run without
+    ``--apply_chat_template``); no offset is ever guessed. Where phasebench is not told about a
+    template (plain ``lm_eval --apply_chat_template`` without the metadata), the phases are
+    off by the template's constant prefix, which renames them cyclically and leaves worst phase,
+    best phase and gap unchanged (offset invariance, ``docs/definitions.md``).
     """
     return chat_shift(tok, row, system)[0]
 

@@ -25,7 +25,7 @@ adds intervals, the best phase, every phase and the phase-lock rate, always per 
 with the length-phase axis (``"length_phases"`` in ``--metadata``) also reports the length
 axis's worst phase, gap, p-value and period (0: none); with the length axis alone, the average
 and those. Every number comes from
-:func:`phasebench.samples.summarize_records`, the function ``phasebench report`` and the
+:func:`phasebench.stats.summarize_samples`, the function ``phasebench report`` and the
 leaderboard use, so the three agree.
 """
 
@@ -46,7 +46,6 @@ from phasebench.samples import (
     served_label,
     served_state,
     served_verified_share,
-    summarize_records,
 )
 
 #: ``max_gen_toks`` of the generate_until task YAMLs (a test keeps them equal).
@@ -227,7 +226,7 @@ def process_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str,
 
 
 def summary_metrics(summary: Mapping[str, Any]) -> dict[str, float]:
-    """The lm-eval metric values of one :func:`phasebench.samples.summarize_records` result:
+    """The lm-eval metric values of one :func:`phasebench.stats.summarize_samples` result:
     every declared statistic with an lm-eval name that the summary has, with its interval."""
     nan = float("nan")
 
@@ -256,7 +255,9 @@ def summary_metrics(summary: Mapping[str, Any]) -> dict[str, float]:
 @functools.lru_cache(maxsize=64)
 def _summaries(records: tuple[ScoredRecord, ...]) -> dict[str, float]:
     """Every phase aggregate of one set of records, computed once (lm-eval asks per metric)."""
-    return summary_metrics(summarize_records(records))
+    from phasebench.stats import summarize_samples
+
+    return summary_metrics(summarize_samples(records))
 
 
 def aggregate(items: Sequence[Sequence[Any]], *, name: str) -> float:

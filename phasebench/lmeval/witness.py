@@ -1,7 +1,7 @@
 """The witness of what an OpenAI-compatible server saw: its own prompt token count.
 
-phasebench labels every prompt with the exact token count of the sequence it built (DESIGN:
-positions come only from the final, whole sequence). Through an API that label is a claim about
+phasebench labels every prompt with the exact token count of the sequence it built (positions
+come only from tokenizing the final, whole sequence). Through an API that label is a claim about
 someone else's tokenizer: a server that re-tokenizes the text differently (another tokenizer, a
 BOS it adds or drops, a chat template phasebench did not measure) or cuts a long prompt (Ollama
 drops the middle of a prompt longer than ``num_ctx``, without an error) feeds the model other

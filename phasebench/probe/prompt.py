@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from phasebench.errors import PhasebenchError
+from phasebench.errors import ProbeError
 
 SHIFT = "{{shift}}"
 BALANCE = "{{balance}}"
@@ -21,10 +21,6 @@ QUESTION = "{{question}}"
 MARKERS = (SHIFT, BALANCE, QUESTION)
 #: Largest prompt file read, in bytes (a probe prompt is one prompt, not a corpus).
 MAX_PROMPT_BYTES = 4 << 20
-
-
-class ProbeError(PhasebenchError):
-    """A probe cannot run as asked (a prompt without a marker, a shift that is not exact, ...)."""
 
 
 @dataclass(frozen=True)

@@ -20,11 +20,12 @@ Two witnesses that the model received the sequence whose positions were checked:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from phasebench.lmeval.harness import API_BACKENDS
+from phasebench.lmeval.witness import served_counts
 from phasebench.probe.prompt import QUESTION, ProbeError
 from phasebench.probe.shifts import Rendering, ShiftPlan, check_question_cut, encode_texts
 from phasebench.tokenization import PhaseTokenizer
@@ -175,11 +176,8 @@ def _check_backend_ids(
 
 
 def _prompt_tokens(responses: Sequence[Any]) -> int | None:
-    """``usage.prompt_tokens`` of the one response a request got (None if absent)."""
-    counts = []
-    for response in responses:
-        usage = response.get("usage") if isinstance(response, Mapping) else None
-        value = usage.get("prompt_tokens") if isinstance(usage, Mapping) else None
-        if isinstance(value, int):
-            counts.append(value)
+    """The server's count of the prompt of the one request just sent (``usage.prompt_tokens``,
+    read as ``phasebench eval``'s witness reads it); None unless exactly one response with one
+    choice carries a count."""
+    counts = served_counts(list(responses))
     return counts[0] if len(counts) == 1 else None

@@ -37,7 +37,6 @@ SPECIALS = (PAD, UNK, EOS)
 PATTERN = r"[a-z]{3}(?=\d)| ?[A-Za-z]+\b|(?:: | )?\d{3}|\d{2}\n|\d{1,2}|: | ?[^\sA-Za-z\d]|\n| "
 #: Components per token (slots in the component table; unused slots hold 0).
 MAX_COMPONENTS = 4
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
 
 
 def _template_words() -> list[str]:

@@ -1,0 +1,101 @@
+"""Power: how many base items the gap test needs to detect a gap, by simulation."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from phasebench.errors import StatsError
+from phasebench.rng import derive_rng
+from phasebench.stats._common import _check_alpha, _check_modulus
+
+
+def power_curve(
+    n_base: int,
+    acc: float,
+    gap: float,
+    modulus: int,
+    alpha: float = 0.05,
+    *,
+    n_sim: int = 4000,
+    seed: int = 0,
+) -> float:
+    """Power of the gap test with ``n_base`` items, estimated by simulation (see power_n_base)."""
+    hi, lo = _power_profile(acc, gap, modulus)
+    probs = np.full(modulus, acc)
+    probs[0], probs[1] = hi, lo
+    rng_null = derive_rng(seed, "stats", "power", "null", n_base, modulus, acc)
+    rng_alt = derive_rng(seed, "stats", "power", "alt", n_base, modulus, acc, gap)
+    null = rng_null.binomial(n_base, acc, size=(n_sim, modulus)) / n_base
+    null_gap = np.ptp(null, axis=1)
+    crit = float(np.quantile(null_gap, 1 - alpha, method="higher"))
+    alt = rng_alt.binomial(n_base, probs, size=(n_sim, modulus)) / n_base
+    return float(np.mean(np.ptp(alt, axis=1) > crit + 1e-12))
+
+
+def power_n_base(
+    acc: float,
+    gap: float,
+    modulus: int,
+    alpha: float = 0.05,
+    power: float = 0.8,
+    *,
+    n_sim: int = 4000,
+    seed: int = 0,
+    max_n: int = 1_000_000,
+) -> int:
+    """Base items needed so the gap test detects ``gap`` at average accuracy ``acc``.
+
+    Simulation, not a formula, because the statistic is a range of P binomial proportions near
+    0 or 1, where normal approximations are poor. Assumptions, both conservative:
+
+    - the alternative is the least favourable profile for a range test: one phase at
+      ``acc + gap/2``, one at ``acc - gap/2``, the other P-2 at ``acc`` (average ``acc``);
+    - items are independent across phases. Item difficulty shared across a row makes the paired
+      within-item test *more* powerful, so real paired splits need at most this many items.
+
+    The critical value is the simulated ``1 - alpha`` quantile of the null range. The answer is
+    rounded up to a multiple of ``modulus`` (``phasebench generate --n-base`` needs one).
+    """
+    _check_alpha(alpha)
+    modulus = _check_modulus(modulus)
+    if not 0 < power < 1:
+        raise StatsError(f"power must be in (0, 1) (got {power})")
+    _power_profile(acc, gap, modulus)
+
+    def ok(n: int) -> bool:
+        return power_curve(n, acc, gap, modulus, alpha, n_sim=n_sim, seed=seed) >= power
+
+    hi = modulus
+    while not ok(hi):
+        hi *= 2
+        if hi > max_n:
+            raise StatsError(
+                f"a gap of {gap} at accuracy {acc} needs more than {max_n} base items; "
+                "ask about a larger gap"
+            )
+    lo = hi // 2 if hi > modulus else 0
+    # Bisection over multiples of the modulus: lo fails (or is 0), hi passes.
+    lo_k, hi_k = lo // modulus, hi // modulus
+    while hi_k - lo_k > 1:
+        mid = (lo_k + hi_k) // 2
+        if ok(mid * modulus):
+            hi_k = mid
+        else:
+            lo_k = mid
+    return hi_k * modulus
+
+
+def _power_profile(acc: float, gap: float, modulus: int) -> tuple[float, float]:
+    if not 0 < acc < 1:
+        raise StatsError(f"'acc' must be strictly between 0 and 1 (got {acc})")
+    if not 0 < gap < 1:
+        raise StatsError(f"'gap' must be a fraction in (0, 1), e.g. 0.06 (got {gap})")
+    hi, lo = acc + gap / 2, acc - gap / 2
+    if hi > 1 or lo < 0:
+        raise StatsError(
+            f"a gap of {gap} around accuracy {acc} leaves 0..1 (phases at {lo:.3f} and "
+            f"{hi:.3f}); ask about a smaller gap or an accuracy nearer 0.5"
+        )
+    if modulus < 2:
+        raise StatsError(f"modulus must be >= 2 (got {modulus})")
+    return hi, lo

@@ -1,0 +1,373 @@
+"""Every output the README and docs show is produced or checked here, so none can go stale.
+
+A block of shown output is marked by an HTML comment on a line of its own before it (blank
+lines between allowed), which says how it is checked:
+
+- ``<!-- checked: output CMD -->`` before a fenced block: ``CMD`` runs from the repository root
+  (``&&`` chains commands; ``{tmp}`` is a fresh temporary folder; ``phasebench`` and ``python``
+  are this interpreter's) and the block must be an excerpt of what it prints: every run of lines
+  between ``...`` lines appears, in order, exactly (trailing spaces aside). For a report that
+  needs an expensive run (the demo), commit the run's ``report.json`` and mark the block
+  ``output phasebench report FILE``: the report re-renders a saved JSON without recomputing.
+- ``<!-- checked: numbers FILE TASK -->`` before a markdown table: ``FILE`` is a committed
+  ``phasebench report --json`` file, and every cell of a row (the first cell names a run, alone
+  or as the end of its name, e.g. ``mean-w8s4`` for ``phasebench-ref-mean-w8s4``) must be that
+  run's ``TASK`` entry at the precision shown (see :data:`COLUMNS`).
+- ``<!-- checked: power -->`` before a markdown table of ``phasebench power`` answers.
+
+Besides the marked blocks: every ``phasebench power ... # -> N base items`` comment in a
+command block is recomputed, every ``from phasebench... import`` / ``from support... import`` in
+a documented Python snippet must resolve, and the prompt counts the docs state for the CI runs
+of a real model are the test's own.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+import shlex
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+MARKER = re.compile(r"^<!-- checked: (?P<kind>[a-z]+)(?: (?P<arg>.*?))? -->$")
+FENCE = re.compile(r"^```(?P<lang>[\w-]*)\s*$")
+
+
+@dataclass(frozen=True)
+class Shown:
+    """One marked block: where it is, its marker and its lines (fence lines excluded)."""
+
+    path: Path
+    line: int
+    kind: str
+    arg: str
+    lines: tuple[str, ...]
+
+    @property
+    def where(self) -> str:
+        return f"{self.path.relative_to(ROOT)}:{self.line}"
+
+
+def fenced_blocks(text: str) -> list[tuple[int, str, list[str]]]:
+    """``(first line number, language, lines)`` of every fenced block."""
+    out, lines, i = [], text.splitlines(), 0
+    while i < len(lines):
+        m = FENCE.match(lines[i])
+        if m:
+            j = i + 1
+            while j < len(lines) and lines[j].rstrip() != "```":
+                j += 1
+            out.append((i + 1, m["lang"], lines[i + 1 : j]))
+            i = j
+        i += 1
+    return out
+
+
+def marked(paths: list[Path]) -> list[Shown]:
+    """Every marked block of ``paths``: the fenced block or markdown table after a marker."""
+    found = []
+    for path in paths:
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for n, line in enumerate(lines):
+            m = MARKER.match(line.strip())
+            if not m:
+                continue
+            start = n + 1
+            while start < len(lines) and not lines[start].strip():
+                start += 1
+            if start < len(lines) and FENCE.match(lines[start]):
+                end = start + 1
+                while end < len(lines) and lines[end].rstrip() != "```":
+                    end += 1
+                body = lines[start + 1 : end]
+            else:
+                end = start
+                while end < len(lines) and lines[end].lstrip().startswith("|"):
+                    end += 1
+                body = lines[start:end]
+            assert body, f"{path.relative_to(ROOT)}:{n + 1}: a marker with nothing after it"
+            found.append(Shown(path, n + 1, m["kind"], (m["arg"] or "").strip(), tuple(body)))
+    return found
+
+
+# -- output of a command -------------------------------------------------------------------------
+
+
+def run_commands(command: str, tmp: Path) -> str:
+    """What ``command`` prints (stdout then stderr), run from the repository root."""
+    printed = []
+    for part in command.replace("{tmp}", str(tmp)).split("&&"):
+        argv = shlex.split(part)
+        if argv[0] == "phasebench":
+            argv = [sys.executable, "-m", "phasebench", *argv[1:]]
+        elif argv[0] == "python":
+            argv = [sys.executable, *argv[1:]]
+        else:
+            raise AssertionError(f"only phasebench and python commands are run (got {argv[0]})")
+        done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, f"{part.strip()} failed: {done.stderr[-2000:]}"
+        printed.append(done.stdout + done.stderr)
+    return "\n".join(printed)
+
+
+def excerpt_problem(shown: list[str], printed: str) -> str | None:
+    """Why ``shown`` is not an excerpt of ``printed`` (None when it is): each run of lines
+    between ``...`` lines must appear in order, line for line."""
+    have = [line.rstrip() for line in printed.splitlines()]
+    chunks: list[list[str]] = [[]]
+    for line in shown:
+        if line.strip() == "...":
+            chunks.append([])
+        else:
+            chunks[-1].append(line.rstrip())
+    at = 0
+    for chunk in (c for c in chunks if c):
+        for i in range(at, len(have) - len(chunk) + 1):
+            if have[i : i + len(chunk)] == chunk:
+                at = i + len(chunk)
+                break
+        else:
+            first = next((line for line in chunk if line not in have), chunk[0])
+            return f"not printed (or not in this order): {first!r}"
+    return None
+
+
+# -- numbers of a markdown table -----------------------------------------------------------------
+
+#: Column header -> (how the cell is read, the report entry's key).
+COLUMNS = {
+    "average": ("percent", "acc"),
+    "worst": ("percent", "worst_phase"),
+    "worst phase": ("percent", "worst_phase"),
+    "worst x-fit": ("percent", "worst_phase_crossfit"),
+    "best": ("percent", "best_phase"),
+    "gap": ("percent_ci", "gap"),
+    "gap [95% ci]": ("percent_ci", "gap"),
+    "p": ("p", "p_value"),
+    "period": ("period", "dominant_period"),
+    "phase effect": ("effect", "significant"),
+    "per phase 0..7": ("phases", "per_phase"),
+}
+NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+def _same(shown: str, value: float | None, scale: float = 100.0) -> bool:
+    """``value`` printed at the precision of ``shown`` is ``shown``."""
+    if value is None:
+        return False
+    decimals = len(shown.partition(".")[2])
+    return f"{scale * value:.{decimals}f}" == shown
+
+
+def cell_problem(header: str, cell: str, entry: dict[str, Any], finding: bool) -> str | None:
+    rule = COLUMNS.get(header.lower())
+    if rule is None:
+        return f"no rule for the column {header!r}: add it to tests/test_docs.py COLUMNS"
+    how, key = rule
+    text = cell.replace("*", "").replace("`", "").strip()
+    value = entry.get(key)
+    numbers = NUMBER.findall(text)
+    if how == "percent":
+        ok = len(numbers) == 1 and _same(numbers[0], value)
+    elif how == "percent_ci":
+        ok = bool(numbers) and _same(numbers[0], value)
+        if ok and len(numbers) == 3:
+            lo, hi = entry.get(f"{key}_ci") or (None, None)
+            ok = _same(numbers[1], lo) and _same(numbers[2], hi)
+        ok = ok and len(numbers) in (1, 3)
+    elif how == "p":
+        if text.startswith("<"):
+            ok = value is not None and value < float(numbers[0])
+        else:
+            ok = len(numbers) == 1 and _same(numbers[0], value, scale=1.0)
+    elif how == "period":
+        ok = (value is None) if text in ("-", "none") else numbers == [str(value)]
+    elif how == "effect":
+        expected = ("finding" if finding else "yes") if value else "no"
+        ok = text == expected
+    else:  # phases
+        accs = [r["acc"] for r in value or []]
+        ok = len(numbers) == len(accs) and all(
+            _same(s, a) for s, a in zip(numbers, accs, strict=True)
+        )
+    return None if ok else f"{header} {cell.strip()!r} is not the report's ({key}: {value!r})"
+
+
+def table_problems(lines: tuple[str, ...], report: dict[str, Any], task: str) -> list[str]:
+    """Every cell of a markdown table that is not what ``report`` holds for ``task``."""
+    rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines]
+    header, body = rows[0], [r for r in rows[2:] if r]
+    entries = {}
+    for name, run in report["runs"].items():
+        by_length = run["tasks"].get(task) or {}
+        if len(by_length) == 1:
+            entries[name] = next(iter(by_length.values()))
+    significant = [e for e in entries.values() if e.get("significant")]
+    largest = max(significant, key=lambda e: e["gap"], default=None)
+    problems = []
+    for row in body:
+        label = row[0].replace("`", "").replace("*", "").strip()
+        match = [n for n in entries if n == label or n.endswith(f"-{label}")]
+        if len(match) != 1:
+            problems.append(f"row {label!r}: {len(match)} runs of {task} match it")
+            continue
+        entry = entries[match[0]]
+        for head, cell in zip(header[1:], row[1:], strict=True):
+            problem = cell_problem(head, cell, entry, entry is largest)
+            if problem:
+                problems.append(f"row {label!r}: {problem}")
+    return problems
+
+
+# -- the checks ----------------------------------------------------------------------------------
+
+SHOWN = marked(DOCS)
+
+
+def _ids(kind: str) -> list[Shown]:
+    return [s for s in SHOWN if s.kind == kind]
+
+
+def test_every_marker_is_known():
+    assert {s.kind for s in SHOWN} <= {"output", "numbers", "power"}, SHOWN
+    assert _ids("output") and _ids("power"), "the markers went missing from the docs"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shown", _ids("output"), ids=lambda s: s.where)
+def test_shown_output_is_what_the_command_prints(shown, tmp_path):
+    printed = run_commands(shown.arg, tmp_path)
+    problem = excerpt_problem(list(shown.lines), printed)
+    assert problem is None, f"{shown.where}: {problem}\n--- printed:\n{printed}"
+
+
+def test_shown_numbers_are_the_committed_reports():
+    """Tables marked ``numbers FILE TASK`` (none until a demo report is committed: the
+    checker itself is tested below)."""
+    for shown in _ids("numbers"):
+        file, _, task = shown.arg.partition(" ")
+        report = json.loads((ROOT / file).read_text(encoding="utf-8"))
+        problems = table_problems(shown.lines, report, task.strip())
+        assert not problems, f"{shown.where} (against {file}):\n" + "\n".join(problems)
+
+
+def test_shown_power_tables_are_what_power_answers():
+    from phasebench.stats import power_n_base
+
+    for shown in _ids("power"):
+        rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in shown.lines]
+        header = [h.lower() for h in rows[0]]
+        assert header[:3] == ["average accuracy", "gap (points)", "base items"], shown.where
+        for acc, gap, n in (r[:3] for r in rows[2:]):
+            got = power_n_base(float(acc), float(gap) / 100, 8)
+            assert got == int(n), f"{shown.where}: acc {acc}, gap {gap}: {got}, shown {n}"
+
+
+POWER_COMMENT = re.compile(
+    r"phasebench power --acc (?P<acc>[\d.]+) --gap (?P<gap>[\d.]+) --modulus (?P<m>\d+)"
+    r"\s+# -> (?P<n>\d+) base items"
+)
+
+
+def test_power_answers_in_command_comments():
+    from phasebench.stats import power_n_base
+
+    seen = 0
+    for path in DOCS:
+        for m in POWER_COMMENT.finditer(path.read_text(encoding="utf-8")):
+            seen += 1
+            got = power_n_base(float(m["acc"]), float(m["gap"]), int(m["m"]))
+            assert got == int(m["n"]), f"{path.name}: {m[0]!r} answers {got}"
+    assert seen
+
+
+FROM_IMPORT = re.compile(r"from (?P<module>(?:phasebench|support)[\w.]*) import (?P<names>[\w, ]+)")
+
+
+def test_documented_python_imports_resolve():
+    """Python snippets (fenced ``python`` blocks and ``python -c`` in command blocks) import
+    names that exist: a recipe once imported ``make_tiny_llama`` from a module without it."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    checked = []
+    try:
+        for path in DOCS:
+            for line, lang, lines in fenced_blocks(path.read_text(encoding="utf-8")):
+                if lang not in ("python", "bash", "sh", ""):
+                    continue
+                for m in FROM_IMPORT.finditer("\n".join(lines)):
+                    module = importlib.import_module(m["module"])
+                    for name in (n.strip() for n in m["names"].split(",")):
+                        where = f"{path.relative_to(ROOT)}:{line}"
+                        assert hasattr(module, name), f"{where}: {m['module']} has no {name}"
+                        checked.append((m["module"], name))
+    finally:
+        sys.path.remove(str(ROOT / "tests"))
+    assert ("support.models", "make_tiny_llama") in checked
+
+
+def test_the_ci_prompt_counts_the_docs_state_are_the_tests():
+    """docs/tasks.md states how many prompts the CI run of SmolLM2 takes; the test's own
+    settings say it."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    try:
+        smol = importlib.import_module("test_smollm2_lmeval")
+    finally:
+        sys.path.remove(str(ROOT / "tests"))
+    kv, niah = (
+        n * smol.MODULUS for n in (smol.N_BASE["phasebench_kv"], smol.N_BASE["phasebench_niah"])
+    )
+    text = " ".join((ROOT / "docs" / "tasks.md").read_text(encoding="utf-8").split())
+    stated = f"(modulus {smol.MODULUS}, {kv} kv and {niah} niah prompts"
+    assert stated in text, f"docs/tasks.md should say {stated!r}"
+
+
+# -- the checker itself ---------------------------------------------------------------------------
+
+
+def _report(acc: float, worst: float, p: float, period: int | None) -> dict[str, Any]:
+    entry = {"acc": acc, "worst_phase": worst, "gap": 0.156, "gap_ci": [0.041, 0.272],
+             "p_value": p, "dominant_period": period, "significant": p <= 0.05}  # fmt: skip
+    return {"runs": {"phasebench-ref-mean-w8s4": {"tasks": {"phasebench_kv": {"512": entry}}}}}
+
+
+def test_the_table_check_finds_a_stale_number():
+    table = (
+        "| model | average | worst | gap [95% CI] | p | period | phase effect |",
+        "|---|---|---|---|---|---|---|",
+        "| `mean-w8s4` | 77.1 | 68.0 | **15.6** [4.1, 27.2] | **< 0.001** | **4** | **finding** |",
+    )
+    assert table_problems(table, _report(0.771, 0.68, 0.000999, 4), "phasebench_kv") == []
+    stale = table_problems(table, _report(0.770, 0.68, 0.002, None), "phasebench_kv")
+    assert len(stale) == 3 and "average" in stale[0] and "p" in stale[1], stale
+    renamed = (table[0].replace("worst", "floor"), *table[1:])
+    odd = table_problems(renamed, _report(0.771, 0.68, 0.000999, 4), "phasebench_kv")
+    assert any("no rule for the column 'floor'" in p for p in odd), odd
+
+
+def test_the_excerpt_check_finds_a_changed_line():
+    printed = "a\nb  \nc\nd\n"
+    assert excerpt_problem(["b", "c"], printed) is None
+    assert excerpt_problem(["a", "...", "d"], printed) is None
+    assert excerpt_problem(["c", "...", "a"], printed) is not None
+    assert "'x'" in excerpt_problem(["b", "x"], printed)
+
+
+def test_markers_are_read_before_fences_and_tables(tmp_path):
+    doc = tmp_path / "x.md"
+    doc.write_text(
+        "<!-- checked: output phasebench --version -->\n\n```\nphasebench 0\n```\n"
+        "<!-- checked: power -->\n| average accuracy | gap (points) | base items |\n|---|---|---|\n"
+        "| 0.90 | 10 | 256 |\n\nafter\n",
+        encoding="utf-8",
+    )
+    a, b = marked([doc])
+    assert (a.kind, a.arg, a.lines) == ("output", "phasebench --version", ("phasebench 0",))
+    assert (b.kind, len(b.lines)) == ("power", 3)
