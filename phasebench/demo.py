@@ -259,13 +259,18 @@ def results_legend(variants: tuple[str, ...] = DEMO_VARIANTS) -> str:
     import textwrap
 
     from phasebench.metrics import ALPHA
-    from phasebench.reference import VARIANTS
+    from phasebench.reference import CONTROL, VARIANTS
 
     names = []
     for variant in variants:
         arch = VARIANTS.get(variant, {})
         if arch.get("attention") == "full":
-            names.append(f"{variant}: full attention, no KV compression (the control)")
+            names.append(f"{variant}: full attention, RoPE on every key, no KV compression")
+        elif variant == CONTROL:
+            names.append(
+                f"{variant}: every token its own KV entry (window 1, stride 1), the compressed "
+                f"models' own code otherwise: the matched negative control"
+            )
         elif arch:
             how = "a learned gate" if arch["attention"] == "gate" else "mean pooling"
             names.append(

@@ -257,12 +257,18 @@ def test_demo_table_names_the_finding_and_explains_itself():
 
 
 @pytest.mark.slow
-def test_stride_2_compression_has_period_2(demo):
-    """A stride-2 compressed model's phase profile has period 2 (even phases above odd)."""
-    entry = _kv_entry(demo[1], POSITIVE_W8S2)
-    assert entry["dominant_period"] == 2
-    folded = entry["folded"]["2"]
-    assert folded[0] > folded[1]
+def test_stride_2_compression_has_period_2():
+    """A stride-2 compressed model's phase profile has period 2 (even phases above odd) where
+    it was measured to (256 tokens, in-process); at the demo's 320 tokens the same model is
+    flat at 97.7% (docs/reference.md), so the demo's report is not where this is checked."""
+    from phasebench.reference.evaluate import evaluate_folder, phase_summary
+
+    result = evaluate_folder(weights_dir() / POSITIVE_W8S2, length=256, n_base=DEMO_N_BASE)
+    summary = phase_summary(result)
+    assert summary.p_value < 0.01
+    assert summary.dominant_period == 2
+    even, odd = result["per_phase"][0::2], result["per_phase"][1::2]
+    assert min(even) > max(odd)
 
 
 def test_demo_seed_picks_the_evaluation_split(tmp_path):
