@@ -240,12 +240,14 @@ def _named_periods(profile, n_items, sims, key):
     return named
 
 
+@pytest.mark.slow  # about 8-12 s: hundreds of simulated summaries
 def test_simulated_stride_4_effect_is_named_period_4():
     named = _named_periods([0.85, 0.85, 0.65, 0.65] * 2, 128, 60, "stride4")
     assert named.get(4, 0) >= 0.85 * 60, named
     assert named.get(2, 0) == 0, named  # never a shorter, wrong period
 
 
+@pytest.mark.slow  # about 8-12 s: hundreds of simulated summaries
 def test_simulated_stride_2_effect_is_named_period_2():
     named = _named_periods([0.9, 0.7] * 4, 128, 60, "stride2")
     assert named.get(2, 0) >= 0.8 * 60, named
@@ -254,6 +256,7 @@ def test_simulated_stride_2_effect_is_named_period_2():
 # ----------------------------------------------------------------------------- calibration
 
 
+@pytest.mark.slow  # about 8-12 s: hundreds of simulated summaries
 def test_null_rejection_rate_is_calibrated():
     """1000 paired null models (no phase effect; item difficulty varies through a shared
     latent and through the base accuracy) reject at alpha = 0.05 between 3% and 7%."""
@@ -266,6 +269,7 @@ def test_null_rejection_rate_is_calibrated():
     assert 0.03 <= rejected / sims <= 0.07, rejected / sims
 
 
+@pytest.mark.slow  # about 8-12 s: hundreds of simulated summaries
 def test_gap_interval_covers_the_true_gap():
     profile = np.array([0.85, 0.85, 0.65, 0.65, 0.85, 0.85, 0.65, 0.65])
     true_gap = profile.max() - profile.min()
@@ -304,7 +308,7 @@ def _worst_phase_behaviour(name: str, n_items: int, sims: int) -> dict[str, floa
 
 
 @pytest.mark.parametrize("name", sorted(WORST_CASES))
-@pytest.mark.parametrize("n_items", [64, 256])
+@pytest.mark.parametrize("n_items", [64, pytest.param(256, marks=pytest.mark.slow)])
 def test_crossfit_worst_phase_removes_the_minimums_bias(name, n_items):
     """Null and stride-4 models at 64 and 256 base items (measured with 150-200 runs each, see
     docs/stats.md: the plain minimum is 2.4-6.3 points low, the cross-fitted worst phase within
