@@ -104,7 +104,8 @@ class Statistic:
     ``compute``: for statistics beyond the built-in summary, the function of :class:`PhaseData`
     that returns the value, or ``(value, (lo, hi))`` when ``interval`` is set. ``axis``: the
     phase axis it describes (:data:`Axis`); an lm-eval task reports the statistics of the axes
-    its config varies (:func:`on_axes`).
+    its config varies (:func:`on_axes`). ``permutation``: a permutation p-value, which at its
+    floor ``1 / (1 + n_perm)`` says only ``p < 1 / n_perm`` (:func:`format_p`).
     """
 
     key: str
@@ -127,6 +128,7 @@ class Statistic:
     axis: Axis = "needle"
     #: Where the value sits in a summary when not at ``summary[key]``.
     read: Callable[[Mapping[str, Any]], Any] | None = None
+    permutation: bool = False
 
     def value(self, summary: Mapping[str, Any]) -> Any:
         """This statistic's value in ``summary`` (None where the summary lacks it)."""
@@ -202,7 +204,7 @@ BUILTIN: tuple[Statistic, ...] = (
         help="the gap clears the permutation null (p <= 0.05); marked *",
     ),
     Statistic(
-        "p_value", "p", "p", metric="phase_gap_p_value", metric_set="compact",
+        "p_value", "p", "p", metric="phase_gap_p_value", metric_set="compact", permutation=True,
         higher_is_better=None, shown_with="gap", symbol="p =",
         help="the share of within-item phase shuffles whose gap is at least the observed one",
     ),
@@ -283,7 +285,7 @@ BUILTIN: tuple[Statistic, ...] = (
         help="the length-phase axis: best length phase minus lowest, in percentage points",
     ),
     Statistic(
-        "length_p_value", "length p", "p", metric="length_phase_gap_p_value",
+        "length_p_value", "length p", "p", metric="length_phase_gap_p_value", permutation=True,
         metric_set="compact", higher_is_better=None, axis="length", site=False,
         terminal=False, shown_with="length_gap", symbol="p =",
         read=_on_length_axis("p_value"),

@@ -416,9 +416,10 @@ def _interval(stat: metrics.Statistic, ci: Sequence[float | None] | None) -> str
     return f"[{ci[0]:+.3f}, {ci[1]:+.3f}]"
 
 
-def _p(p: float | None) -> str:
-    # "< 0.001" at the floor of the default 1000 permutations: true for any other count too
-    return metrics.format_p(p) or "n/a"
+def _p(p: float | None, permutation: bool = True) -> str:
+    # a permutation p-value reads "< 0.001" at the floor of the default 1000 permutations (a
+    # true statement for any other count too); an analytic one (Cochran's) is written as it is
+    return metrics.format_p(p, metrics.N_PERM if permutation else None) or "n/a"
 
 
 def _signed(x: float | None) -> str:
@@ -431,7 +432,7 @@ def format_value(stat: metrics.Statistic, value: Any) -> str:
     if stat.unit in ("%", "pp"):
         return _pct(value)
     if stat.unit == "p":
-        return _p(value)
+        return _p(value, stat.permutation)
     if stat.unit == "nats":
         return _signed(value)
     if stat.unit == "flag":
@@ -446,7 +447,11 @@ def format_value(stat: metrics.Statistic, value: Any) -> str:
 def _note(stat: metrics.Statistic, value: Any) -> str:
     if stat.unit == "flag":
         return "n/a" if value is None else ("" if value else "not ") + stat.label
-    return f"{stat.symbol or stat.label} {format_value(stat, value).strip()}"
+    shown = format_value(stat, value).strip()
+    symbol = stat.symbol or stat.label
+    if shown.startswith("<"):  # "p < 0.001", not "p = < 0.001"
+        symbol = symbol.removesuffix(" =")
+    return f"{symbol} {shown}"
 
 
 def _shown(stat: metrics.Statistic, entry: Mapping[str, Any]) -> bool:
