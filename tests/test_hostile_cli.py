@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from phasebench.build import generate
 from phasebench.cli import main
 from phasebench.specs import SplitSpec
+from support.hostile import replaced
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = SplitSpec("kv", 256, n_base=16)
@@ -654,17 +655,6 @@ def _paths(value, prefix=()) -> list[tuple]:
     return found
 
 
-def _replaced(data, path: tuple, value):
-    data = json.loads(json.dumps(data))
-    if not path:
-        return value
-    target = data
-    for key in path[:-1]:
-        target = target[key]
-    target[path[-1]] = value
-    return data
-
-
 @pytest.fixture(scope="module")
 def report_data(tmp_path_factory) -> dict:
     """A real ``report --json`` of 4 base items x 8 phases."""
@@ -685,7 +675,7 @@ def test_any_report_json_gives_tables_or_one_line(report_data, tmp_path_factory,
     JSON-ish value: its tables, or one line and exit 2."""
     path = data.draw(st.sampled_from(_paths(report_data)))
     file = tmp_path_factory.mktemp("report-json") / "report.json"
-    file.write_text(json.dumps(_replaced(report_data, path, value)))
+    file.write_text(json.dumps(replaced(report_data, path, value)))
     code, out, err = run(["report", str(file)])
     if code != 0:
         assert_one_line(code, err)

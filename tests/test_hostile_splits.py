@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from phasebench.build import HASH_KEY, MANIFEST, content_hash, generate, iter_rows
 from phasebench.cli import main
 from phasebench.specs import SplitSpec
+from support.hostile import replaced
 
 SPEC = SplitSpec("kv", 256, n_base=16)
 
@@ -465,17 +466,6 @@ MANIFEST_PATHS = [(), ("spec",), ("spec", "family"), ("spec", "length"), ("spec"
                   ("content_hash",)]  # fmt: skip
 
 
-def _set(data, path: tuple, value):
-    """``data`` with the value at ``path`` replaced (the whole document for ``()``)."""
-    if not path:
-        return value
-    target = data
-    for key in path[:-1]:
-        target = target[key]
-    target[path[-1]] = value
-    return data
-
-
 def _readers_answer_or_refuse(repo: Path, deepseek) -> None:
     """Every dataset-folder reader gives its result or one PhasebenchError line."""
     from phasebench.errors import PhasebenchError
@@ -504,7 +494,7 @@ def test_any_index_gives_data_or_one_line(published, tmp_path_factory, deepseek,
     repo = tmp_path_factory.mktemp("prop") / "repo"
     shutil.copytree(published, repo)
     index = json.loads((repo / "phasebench.json").read_text())
-    (repo / "phasebench.json").write_text(json.dumps(_set(index, path, value)))
+    (repo / "phasebench.json").write_text(json.dumps(replaced(index, path, value)))
     _readers_answer_or_refuse(repo, deepseek)
 
 
@@ -514,7 +504,7 @@ def test_any_manifest_gives_data_or_one_line(published, tmp_path_factory, deepse
     repo = tmp_path_factory.mktemp("prop") / "repo"
     shutil.copytree(published, repo)
     manifest = json.loads((repo / CONFIG / MANIFEST).read_text())
-    (repo / CONFIG / MANIFEST).write_text(json.dumps(_set(manifest, path, value)))
+    (repo / CONFIG / MANIFEST).write_text(json.dumps(replaced(manifest, path, value)))
     _readers_answer_or_refuse(repo, deepseek)
 
 

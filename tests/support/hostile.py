@@ -293,3 +293,16 @@ def memory_hog(path: Path, lines: int = 8, line_bytes: int = 15 << 20) -> Path:
             out.write(compressor.compress(body))
         out.write(compressor.flush())
     return path
+
+
+def replaced(data, path: tuple, value):
+    """A copy of the JSON document ``data`` with the value at ``path`` (keys and list indices)
+    replaced by ``value``; ``()`` replaces the whole document."""
+    if not path:
+        return value
+    data = json.loads(json.dumps(data))
+    target = data
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    return data
