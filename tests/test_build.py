@@ -42,6 +42,7 @@ def test_rerun_is_byte_identical(unsharded, deepseek, tmp_path):
     assert digest(tmp_path) == digest(unsharded)
 
 
+@pytest.mark.slow
 def test_shards_and_processes_give_the_same_bytes(unsharded, deepseek, tmp_path):
     sharded = tmp_path / "sharded"
     first = generate([MULTI], sharded, shard=(1, 2), progress=False, tokenizer=deepseek)

@@ -22,6 +22,7 @@ def run_cli(*args: str, cwd=None) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow
 def test_generate_verify_inspect_round_trip(tmp_path):
     out = tmp_path / "splits"
     r = run_cli(

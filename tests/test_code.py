@@ -17,9 +17,9 @@ from phasebench.verification import verify_config
 CASES = [  # (tokenizer fixture, length, modulus, n_base)
     ("deepseek", 0, 8, 8),
     ("deepseek", 1024, 4, 4),
-    ("deepseek_bos", 0, 16, 16),
+    pytest.param("deepseek_bos", 0, 16, 16, marks=pytest.mark.slow),
     ("unigram", 0, 8, 8),
-    ("smollm2", 0, 8, 4),
+    pytest.param("smollm2", 0, 8, 4, marks=pytest.mark.slow),
 ]
 
 

@@ -85,6 +85,7 @@ def test_out_on_a_filesystem_that_refuses_writes(tmp_path):
     assert not Path("/sys/phasebench-test-out").exists()
 
 
+@pytest.mark.slow
 def test_a_full_disk_mid_write_leaves_nothing_half_written(tmp_path):
     """A file-size limit (RLIMIT_FSIZE, EFBIG on the write that passes it) stands in for a full
     disk: the write fails part-way through a parquet file."""
@@ -457,6 +458,7 @@ def test_pack_on_a_full_disk_leaves_no_partial_file(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # the folders made went too
 
 
+@pytest.mark.slow
 def test_report_on_a_full_disk_leaves_no_partial_file(tmp_path):
     """The JSON (4 KB) fits under the limit, the first PNG (about 48 KB) does not: neither the
     JSON nor any plot, nor the plots folder, may be left."""

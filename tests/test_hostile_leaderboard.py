@@ -58,6 +58,7 @@ def _build(subs: Path, site: Path, regen_cache: Path, *extra: str) -> int:
 # -- 1. a submission never runs its own code ---------------------------------------------------
 
 
+@pytest.mark.slow
 def test_submitted_code_never_runs(tmp_path, submission_rows, regen_cache, monkeypatch):
     marker = tmp_path / "MARKER"
     subs = tmp_path / "subs"
@@ -214,6 +215,7 @@ def test_a_forged_phase_relabelling_is_refused(tmp_path, submission_rows, regen_
 # -- 4. identity ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_first_entry_keeps_its_place_against_a_case_changed_copy(
     tmp_path, submission_rows, regen_cache
 ):
@@ -269,6 +271,7 @@ def test_a_tie_is_refused_on_both_sides_so_a_copier_cannot_win(
     assert "neither" in messages[f"acme__m/{REVISION}"]
 
 
+@pytest.mark.slow
 def test_a_third_party_cannot_retire_an_entry(tmp_path, submission_rows, regen_cache):
     subs = tmp_path / "subs"
     make_submission(subs, submission_rows, model="acme/m", meta={"contact": "owner@acme.example"})
@@ -294,6 +297,7 @@ def test_a_third_party_cannot_retire_an_entry(tmp_path, submission_rows, regen_c
     assert _outcome_rules(outcome) == {f"acme__m/{REVISION_B}": "supersedes"}
 
 
+@pytest.mark.slow
 def test_long_names_get_their_own_pages_and_csv_cells_are_not_formulas(
     tmp_path, submission_rows, regen_cache
 ):
@@ -488,6 +492,7 @@ def _chat_submission(subs: Path, rows: list[dict], tok, model: str, shift: int =
     return folder
 
 
+@pytest.mark.slow
 def test_an_honest_chat_template_submission_keeps_its_relabelled_phases(tmp_path, regen_cache):
     """The relabelling rule refuses what a run without a chat template claims; a run with one
     (``chat_template: true``) whose docs carry exactly the relabelling the validator derives

@@ -165,6 +165,7 @@ def test_max_length_rule(tmp_path, submission_rows, regen_cache):
     assert rule == "max_length" and "144" in message
 
 
+@pytest.mark.slow
 def test_duplicates_are_refused_and_supersedes_replaces(tmp_path, submission_rows, regen_cache):
     make_submission(tmp_path, submission_rows, model="acme/m")
     copy = make_submission(tmp_path, submission_rows, model="ACME/m")
@@ -297,6 +298,7 @@ def test_script_in_a_name_appears_escaped(tmp_path):
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<script>alert" not in html
 
 
+@pytest.mark.slow
 def test_outputs_are_deterministic(tmp_path, submission_rows, regen_cache, monkeypatch):
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")  # the build date shown on every page
     make_submission(tmp_path / "subs", submission_rows, model="acme/a", accuracy=[0.9, 0.5] * 4)
@@ -313,6 +315,7 @@ def test_outputs_are_deterministic(tmp_path, submission_rows, regen_cache, monke
     assert "<svg" in digests[0][Path(board_page(board["rows"][0]["board"]))].decode()
 
 
+@pytest.mark.slow
 def test_rank_upper_bound_ties_overlapping_models(tmp_path, submission_rows, regen_cache):
     make_submission(tmp_path, submission_rows, model="acme/strong", accuracy=[1.0] * 8)
     make_submission(tmp_path, submission_rows, model="acme/strong2", accuracy=[0.97] * 8)

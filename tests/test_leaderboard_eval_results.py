@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import yaml
 
 from phasebench.cli import main
@@ -35,6 +36,7 @@ def _check_documented_format(entries) -> None:
         assert set(entry["source"]) <= SOURCE_KEYS and entry["source"]["url"].startswith("https")
 
 
+@pytest.mark.slow
 def test_every_accepted_entry_gets_its_eval_results_file(tmp_path, submission_rows, regen_cache):
     from huggingface_hub import parse_eval_result_entries
 

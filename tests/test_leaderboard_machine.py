@@ -121,6 +121,7 @@ if __name__ == "__main__":
 """
 
 
+@pytest.mark.slow
 def test_validating_processes_use_the_fork_servers_tokenizers(tmp_path):
     """The fork server loads the tokenizers several submissions share once; a process forked
     from it encodes with them at once, even with TOKENIZERS_PARALLELISM=true (a thread pool

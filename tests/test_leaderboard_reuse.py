@@ -27,6 +27,7 @@ def _same_outcome(one, two) -> None:
         assert (a.meta, a.provenance, a.recorded) == (b.meta, b.provenance, b.recorded)
 
 
+@pytest.mark.slow
 def test_a_rebuild_validates_only_what_changed(tmp_path, submission_rows):
     subs, cache = tmp_path / "subs", tmp_path / "cache"
     make_submission(subs, submission_rows, model="acme/a", accuracy=[0.9, 0.5] * 4)
@@ -61,6 +62,7 @@ def test_a_rebuild_validates_only_what_changed(tmp_path, submission_rows):
     assert all(line.startswith("validated ") for line in lines) and len(lines) == 3
 
 
+@pytest.mark.slow
 def test_parallel_and_serial_validation_agree(tmp_path, submission_rows):
     subs = tmp_path / "subs"
     for i in range(4):
@@ -90,6 +92,7 @@ def test_two_validating_processes_run_at_once(tmp_path):
     assert one == {"a": {"result": "alone"}, "b": {"result": "met"}}
 
 
+@pytest.mark.slow
 def test_stored_entries_are_checked_before_they_are_used(tmp_path, submission_rows):
     subs, cache = tmp_path / "subs", tmp_path / "cache"
     make_submission(subs, submission_rows, model="acme/a")

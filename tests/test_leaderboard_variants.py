@@ -29,6 +29,7 @@ def _variant(
     return target
 
 
+@pytest.mark.slow
 def test_two_variants_of_one_revision_are_both_scored(tmp_path, submission_rows, regen_cache):
     _variant(tmp_path, submission_rows, "kvpress-snapkv-r0.25")
     _variant(tmp_path, submission_rows, "kvpress-knorm-r0.25")
@@ -84,6 +85,7 @@ def test_schema_refuses_a_bad_variant(tmp_path, submission_rows, regen_cache):
     assert outcome.refused[0][1][0].rule == "schema"
 
 
+@pytest.mark.slow
 def test_supersedes_replaces_the_same_variant_only(tmp_path, submission_rows, regen_cache):
     _variant(tmp_path, submission_rows, "kvpress-a")
     _variant(tmp_path, submission_rows, "kvpress-b")
@@ -106,6 +108,7 @@ def test_supersedes_replaces_the_same_variant_only(tmp_path, submission_rows, re
     assert outcome.superseded == [(f"acme__m/{REVISION}+kvpress-a", f"acme__m/{newer}+kvpress-a")]
 
 
+@pytest.mark.slow
 def test_one_model_on_two_serving_stacks_is_two_rows(tmp_path, submission_rows, regen_cache):
     from phasebench.leaderboard.render import board_page
     from phasebench.leaderboard.score import flat_table, write_tables

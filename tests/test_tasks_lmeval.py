@@ -76,6 +76,7 @@ def test_samples_are_all_phases_of_all_items(group_run, task):
         assert all((s["margin"] > 0) == (s["acc"] == 1.0) for s in logged)
 
 
+@pytest.mark.slow
 def test_wrapper_refuses_truncation(tiny_llama, tmp_path):
     metadata = {"max_seq_lengths": [512], "n_base": 8, "phase_modulus": 4}
     proc = lm_eval(tmp_path, f"pretrained={tiny_llama},max_length=300", "phasebench_kv", metadata,
@@ -87,6 +88,7 @@ def test_wrapper_refuses_truncation(tiny_llama, tmp_path):
     assert "16 generated tokens exceeds the model's context of 300" in lines[-1]
 
 
+@pytest.mark.slow
 def test_wrapper_runs_lm_eval_with_the_compact_metric_set(tiny_llama, tmp_path):
     """``phasebench eval`` passes every flag through, adds the tasks folder itself, and by
     default reports the compact set: at most 6 metric rows at one length, worst phase first.
@@ -121,6 +123,7 @@ def test_wrapper_runs_lm_eval_with_the_compact_metric_set(tiny_llama, tmp_path):
     assert float(gap.split()[1]) == pytest.approx(100 * table["phase_gap,none"], abs=0.05)
 
 
+@pytest.mark.slow
 def test_wrapper_without_samples_says_how_to_get_the_summary(tiny_llama, tmp_path):
     metadata = {"max_seq_lengths": [128], "n_base": 8, "phase_modulus": 4}
     args = f"pretrained={tiny_llama},dtype=float32"

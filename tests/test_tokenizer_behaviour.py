@@ -107,6 +107,7 @@ def test_a_requested_bos_is_no_surprise(deepseek_bos):
         load_tokenizer("deepseek-v4", {"add_bos_token": "True", "revision": "main"})
 
 
+@pytest.mark.slow
 def test_a_loading_change_is_refused_wherever_a_split_is_reused(request, tmp_path, monkeypatch):
     """``add_bos_token=False`` changes what lm-eval feeds: the lm-eval cache builds anew, a
     ``dataset_path`` split made before is refused, and so is a leaderboard submission."""
