@@ -58,7 +58,18 @@ def sweep_variant(stride: int) -> str:
 
 #: Variants whose weights are committed under :func:`weights_dir` (``phasebench reference
 #: sweep`` trains the others into its output folder on the same recipe).
-SHIPPED = ("mean-w1s1", "full", "gate-w8s4", "mean-w8s4", "gate-w8s2", "mean-w8s2")
+SHIPPED = (
+    "mean-w1s1",
+    "full",
+    "gate-w8s4",
+    "mean-w8s4",
+    "gate-w8s2",
+    "mean-w8s2",
+    "mean-w4s2",
+    "mean-w6s3",
+    "mean-w12s6",
+    "mean-w16s8",
+)
 
 #: Context length (tokens) of the ``kv`` split the reference models are checked on (``phasebench
 #: demo``, ``phasebench reference evaluate``, ``phasebench reference sweep``): about 75 records
