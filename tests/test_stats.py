@@ -253,6 +253,22 @@ def test_simulated_stride_2_effect_is_named_period_2():
     assert named.get(2, 0) >= 0.8 * 60, named
 
 
+@pytest.mark.slow  # about 20 s: simulated summaries at 24 phases
+@pytest.mark.parametrize(
+    ("profile", "period"),
+    [([0.9, 0.9, 0.75] * 8, 3), ([0.9, 0.9, 0.9, 0.75] * 6, 4), (([0.9] * 5 + [0.75]) * 4, 6)],
+    ids=["stride3", "stride4", "stride6"],
+)
+def test_simulated_strides_at_modulus_24_are_named_by_their_own_period(profile, period):
+    """At P = 24 a wrong period can share no DFT bin with the true one (3 and 4, 2 and 3): its
+    residual test spreads the effect over 22 degrees of freedom and may fail to reject it. The
+    period named is the fitting fold that departs most from flat, so a stride-3 effect is not
+    called 2 (the smallest-fit rule did, on the reference sweep's stride-3 model)."""
+    named = _named_periods(profile, 144, 30, f"m24-{period}")
+    assert named.get(period, 0) >= 0.8 * 30, named
+    assert all(s is None or s % period == 0 for s in named), named  # never a wrong period
+
+
 # ----------------------------------------------------------------------------- calibration
 
 

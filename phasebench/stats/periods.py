@@ -56,24 +56,27 @@ def period_spectrum(profile: Sequence[float]) -> dict[int, float]:
 def dominant_period(
     profile: Sequence[float], cov: np.ndarray | None, *, alpha: float = ALPHA
 ) -> int | None:
-    """The smallest divisor S >= 2 of P whose period-S fold explains the profile up to noise.
+    """The divisor S >= 2 of P whose period-S fold best explains the profile.
 
-    For each S the residual ``profile - fold_S(profile)`` is the inverse DFT of the bins that are
-    *not* multiples of P/S. With ``cov`` the covariance of the per-phase estimates (from the
-    paired bootstrap), ``W = r' pinv(cov_r) r`` is chi-square with rank(cov_r) degrees of freedom
-    if the profile truly has period S. S is accepted when that fit is not rejected at ``alpha``;
-    S = P always fits. So a stride-2 effect is named 2, a stride-4 effect (square or one weak
-    phase in four) 4, an effect without a shorter period P. A flat profile gives None. Callers
-    gate this on the gap being significant (a period of noise is not a period).
+    Candidates are the divisors whose fold explains the profile up to noise: the residual
+    ``profile - fold_S(profile)`` (the inverse DFT of the bins that are *not* multiples of P/S)
+    is tested with ``W = r' pinv(cov_r) r``, chi-square with rank(cov_r) degrees of freedom if the
+    profile truly has period S, ``cov`` being the covariance of the per-phase estimates (from the
+    paired bootstrap); S = P always fits. Of the candidates, the one whose fold departs most
+    significantly from a flat profile (the fold less its mean, tested the same way) is taken,
+    then replaced by its smallest fitting divisor if what it adds to that divisor's fold is not
+    significant on its own. So a stride-2 effect is named 2, a stride-4 effect (square or one
+    weak phase in four) 4, and at P = 24 a stride-3 effect 3, not 2: there a wrong short period
+    shares no DFT bin with the true one, and its residual test, spread over 22 degrees of
+    freedom, can fail to reject it (the smallest fitting divisor alone named the reference
+    sweep's stride-3 model 2 and its stride-4 model 3). Without ``cov`` only exact fits are
+    candidates and the smallest is taken. A flat profile gives None. Callers gate this on the
+    gap being significant (a period of noise is not a period).
     """
     x = np.asarray(profile, dtype=float)
     if np.isnan(x).any() or np.ptp(x) <= 1e-12:
         return None
-    fits = _period_fit_p(x, cov)
-    for s in divisors(len(x))[1:]:
-        if fits.get(s, 0.0) > alpha:
-            return s
-    return len(x)
+    return _choose_period(x, cov, _residual_projectors(len(x)), alpha)
 
 
 def phase_lock_rate(margins: np.ndarray, stride: int, *, require_flip: bool = False) -> float:
@@ -122,64 +125,106 @@ def _phase_mean_cov(boot: np.ndarray, m: np.ndarray) -> np.ndarray | None:
     return None
 
 
-def _period_fit_p(profile: np.ndarray, cov: np.ndarray | None) -> dict[int, float]:
-    x = np.asarray(profile, dtype=float)
-    modulus = len(x)
-    out: dict[int, float] = {}
-    if np.isnan(x).any():
-        return out
+def _residual_projectors(modulus: int) -> dict[int, np.ndarray]:
+    """For each divisor S >= 2 of P, the projector onto ``profile - fold_S(profile)``: the
+    inverse DFT of the bins that are not multiples of P/S (a real symmetric matrix)."""
     basis = np.fft.fft(np.eye(modulus), axis=0)
+    out = {}
     for s in divisors(modulus)[1:]:
-        if s == modulus:
-            out[s] = 1.0
-            continue
         keep_out = (np.arange(modulus) % (modulus // s)) != 0  # bins that are not period-S
-        # Residual projector: inverse DFT of the non-period-S bins (a real symmetric matrix).
-        proj = np.fft.ifft(basis * keep_out[:, None], axis=0).real
-        out[s] = _residual_p(x, cov, proj)
+        out[s] = np.fft.ifft(basis * keep_out[:, None], axis=0).real
     return out
 
 
-def _residual_p(x: np.ndarray, cov: np.ndarray | None, proj: np.ndarray) -> float:
-    """p-value that the residual ``proj @ x`` is noise under the covariance ``cov`` (a
-    chi-squared test on the residual's own rank): 1 when the residual vanishes, 0 when it does
-    not and there is no covariance to judge it by."""
+def _period_fit_p(profile: np.ndarray, cov: np.ndarray | None) -> dict[int, float]:
+    x = np.asarray(profile, dtype=float)
+    modulus = len(x)
+    if np.isnan(x).any():
+        return {}
+    return {
+        s: 1.0 if s == modulus else _residual_p(x, cov, proj)
+        for s, proj in _residual_projectors(modulus).items()
+    }
+
+
+def _chi2_logp(x: np.ndarray, cov: np.ndarray, proj: np.ndarray) -> float:
+    """log p-value that ``proj @ x`` is noise under ``cov``: chi-squared on the projected
+    covariance's own rank (log, so that strong effects at two periods still compare)."""
     r = proj @ x
     if np.max(np.abs(r)) <= 1e-12:
-        return 1.0
-    if cov is None:
         return 0.0
     cov_r = proj @ cov @ proj.T
     scale = np.max(np.abs(np.diag(cov_r))) if cov_r.size else 0.0
     if scale <= 0:
-        return 0.0
+        return -math.inf
     rank = int(np.linalg.matrix_rank(cov_r, tol=1e-9 * scale))
     stat = float(r @ np.linalg.pinv(cov_r, rcond=1e-9, hermitian=True) @ r)
-    return float(sps.chi2.sf(stat, rank)) if rank else 0.0
+    return float(sps.chi2.logsf(stat, rank)) if rank else -math.inf
+
+
+def _residual_p(x: np.ndarray, cov: np.ndarray | None, proj: np.ndarray) -> float:
+    """p-value that the residual ``proj @ x`` is noise under the covariance ``cov``: 1 when the
+    residual vanishes, 0 when it does not and there is no covariance to judge it by."""
+    if np.max(np.abs(proj @ x)) <= 1e-12:
+        return 1.0
+    if cov is None:
+        return 0.0
+    return math.exp(_chi2_logp(x, cov, proj))
+
+
+def _choose_period(
+    x: np.ndarray, cov: np.ndarray | None, residuals: dict[int, np.ndarray], alpha: float
+) -> int | None:
+    """Of the periods whose fold fits (residual not rejected at ``alpha``), the one whose fold
+    departs most significantly from flat, then the smallest of its divisors that fits too and
+    that it does not beat significantly (the part of its fold beyond the divisor's tested on
+    its own). Without ``cov`` only exact fits count and the smallest is taken."""
+    fits = {s: _residual_p(x, cov, res) for s, res in residuals.items()}
+    fits[len(x)] = 1.0  # the full profile always fits itself
+    candidates = [s for s in sorted(fits) if fits[s] > alpha]
+    if not candidates:
+        return None
+    if cov is None:
+        return candidates[0]
+    n = len(x)
+    flat = np.full((n, n), 1.0 / n)
+    explained = {s: _chi2_logp(x, cov, np.eye(n) - residuals[s] - flat) for s in candidates}
+    best = min(candidates, key=lambda s: (explained[s], s))
+    for d in candidates:
+        if d < best and best % d == 0:
+            if _chi2_logp(x, cov, residuals[d] - residuals[best]) > math.log(alpha):
+                return d
+    return best
+
+
+def _subset_residuals(residues: Sequence[int], modulus: int) -> dict[int, np.ndarray]:
+    """For a profile over a subset of the residues mod ``modulus``: per divisor S, the projector
+    onto the profile minus its mean within each class of ``residue mod S`` (on the full set of
+    residues the same projection as the DFT one)."""
+    r = np.asarray(residues)
+    out = {}
+    for s in divisors(modulus)[1:]:
+        classes = r % s
+        average = (classes[:, None] == classes[None, :]).astype(float)
+        average /= average.sum(axis=1, keepdims=True)
+        out[s] = np.eye(len(r)) - average
+    return out
 
 
 def _subset_period_fit_p(
     profile: np.ndarray, cov: np.ndarray | None, residues: Sequence[int], modulus: int
 ) -> dict[int, float]:
-    """:func:`_period_fit_p` for a profile over a subset of the residues mod ``modulus``:
-    period S fits when the profile is a function of ``residue mod S`` up to noise. The
-    residual is the profile minus its mean within each class of ``residue mod S`` (on the full
-    set of residues this is the same projection as the DFT one); a divisor whose classes are
-    all single residues cannot be told from P and fits trivially."""
+    """:func:`_period_fit_p` for a profile over a subset of the residues: period S fits when the
+    profile is a function of ``residue mod S`` up to noise; a divisor whose classes are all
+    single residues cannot be told from P and fits trivially."""
     x = np.asarray(profile, dtype=float)
-    r = np.asarray(residues)
-    out: dict[int, float] = {}
-    for s in divisors(modulus)[1:]:
-        classes = r % s
-        average = (classes[:, None] == classes[None, :]).astype(float)
-        average /= average.sum(axis=1, keepdims=True)
-        out[s] = _residual_p(x, cov, np.eye(len(x)) - average)
-    return out
+    return {s: _residual_p(x, cov, res) for s, res in _subset_residuals(residues, modulus).items()}
 
 
-def _first_fit(fits: dict[int, float], alpha: float) -> int | None:
-    """The smallest period whose fit is not rejected at ``alpha``."""
-    for s in sorted(fits):
-        if fits[s] > alpha:
-            return s
-    return None
+def _subset_period(
+    profile: np.ndarray, cov: np.ndarray | None, residues: Sequence[int], modulus: int, alpha: float
+) -> int | None:
+    """:func:`dominant_period` for a profile over a subset of the residues mod ``modulus``."""
+    return _choose_period(
+        np.asarray(profile, dtype=float), cov, _subset_residuals(residues, modulus), alpha
+    )

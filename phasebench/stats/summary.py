@@ -29,9 +29,9 @@ from phasebench.stats.intervals import (
     wilson,
 )
 from phasebench.stats.periods import (
-    _first_fit,
     _period_fit_p,
     _phase_mean_cov,
+    _subset_period,
     _subset_period_fit_p,
     dominant_period,
     fold,
@@ -242,7 +242,11 @@ def summarize(
         cols = np.array(subset)
         cov = _phase_mean_cov(boot[:, cols] if boot.size else boot, m[:, cols])
         fit_p = _subset_period_fit_p(acc_p[cols], cov, subset, modulus)
-        period = _first_fit(fit_p, alpha) if significant and np.ptp(acc_p[cols]) > 1e-12 else None
+        period = (
+            _subset_period(acc_p[cols], cov, subset, modulus, alpha)
+            if significant and np.ptp(acc_p[cols]) > 1e-12
+            else None
+        )
     else:
         cov = _phase_mean_cov(boot, m)
         fit_p = _period_fit_p(acc_p, cov) if have.all() else {}
