@@ -225,6 +225,22 @@ def test_result_json_is_plain(code_plan):
     assert json.loads(text)["probe"]["modulus"] == 8
 
 
+def test_without_matplotlib_the_json_is_written_and_the_figure_left_out(
+    code_plan, tmp_path, monkeypatch
+):
+    """The kvpress environment has no matplotlib: a probe that ran for minutes there keeps its
+    probe.json rather than failing on the figure (a run measured in that environment did)."""
+    from phasebench.probe import output
+
+    values = [0.1 * (r.phase % 2) for r in code_plan.renderings]
+    result = analyse(code_plan, fake_answers(code_plan, values), expect=None, provenance={})
+    monkeypatch.setattr(output, "can_draw", lambda: False)
+    written = output.write_outputs(result, tmp_path / "out")
+    assert [p.name for p in written] == ["probe.json"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["probe.json"]
+    assert output.figure_png(json.loads(written[0].read_text()))[:4] == b"\x89PNG"
+
+
 CODE = "FP8 = 'float8_e4m3fn'\nFP4 = 'float4_e2m1fn'\n\n{{shift}}def cast(x):\n    return T.Cast(FP"
 
 

@@ -159,9 +159,14 @@ def run(args: argparse.Namespace) -> int:
     print()
     print(terminal_plot(result), end="")
     if out is not None:
-        from phasebench.probe.output import write_outputs
+        from phasebench.probe.output import PNG_NAME, can_draw, write_outputs
 
         for path in write_outputs(result, out):
             print(f"wrote {path}")
+        if not can_draw():
+            print(
+                f"{PNG_NAME} not drawn: matplotlib is not installed "
+                "(pip install 'phasebench[plots]')"
+            )
     print(f"\n{result.verdict}")
     return 0

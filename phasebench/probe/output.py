@@ -26,11 +26,22 @@ def check_out(folder: str | Path) -> Path:
     return check_writable_dir(folder, "--out")
 
 
+def can_draw() -> bool:
+    """Whether matplotlib (the ``plots`` extra) is installed: the kvpress environment, for one,
+    has no reason to carry it."""
+    import importlib.util
+
+    return importlib.util.find_spec("matplotlib") is not None
+
+
 def write_outputs(result: ProbeResult, folder: str | Path) -> list[Path]:
+    """``probe.json``, and ``probe.png`` where matplotlib is installed (:func:`can_draw`; the
+    figure can be drawn later from the JSON with :func:`figure_png`)."""
     folder = make_folder(Path(folder))
     text = json.dumps(result.to_dict(), indent=2, sort_keys=True, allow_nan=False) + "\n"
     written = [atomic_write_text(folder / JSON_NAME, text)]
-    written.append(atomic_write_bytes(folder / PNG_NAME, figure_png(result.to_dict())))
+    if can_draw():
+        written.append(atomic_write_bytes(folder / PNG_NAME, figure_png(result.to_dict())))
     return written
 
 
