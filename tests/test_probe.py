@@ -161,6 +161,23 @@ def test_a_period_4_margin_is_found_and_a_drift_is_not(code_plan):
     assert "per phase (mod 8)" in text and "comment_dash" in text
 
 
+def test_a_phase_effect_over_few_rounds_is_not_vetoed_by_its_own_control_folds(deepseek):
+    """Three rounds x four styles (the kvpress worked example's design): a period-8 effect,
+    right at two phases in eight, folded at 9 moves one column per row and stayed aligned over
+    the two rows there are, so the raw control folds vetoed it in 20 of 20 simulations; the
+    folds of what the phase does not explain, Bonferroni over the folds, do not."""
+    plan = plan_shifts(deepseek, parse_prompt("x = 1\n{{shift}}y = T.Cast(FP"), modulus=8,
+                       rounds=3, choices=("8", "4"))  # fmt: skip
+    called = 0
+    for seed in range(10):
+        rng = np.random.default_rng(seed)
+        values = [(1.0 if r.phase in (2, 3) else -1.0) * (rng.random() < 0.8)
+                  + rng.normal(0, 0.3) for r in plan.renderings]  # fmt: skip
+        result = analyse(plan, fake_answers(plan, values), expect=None, provenance={})
+        called += result.verdict.startswith("margin depends on phase mod 8")
+    assert called >= 9, called
+
+
 def test_generated_answers_are_scored_by_prefix(code_plan):
     answers = [Answer(r, " 8, then" if r.phase != 3 else " 4", (), None, None)
                for r in code_plan.renderings]  # fmt: skip
