@@ -4,7 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export OMP_NUM_THREADS=1
-export PATH=/work/venv/bin:$PATH
 for v in mean-w1s1 mean-w8s4; do
   if [ ! -f work/recipe-pilot/$v/model.safetensors ]; then
     /usr/bin/time -v python - "$v" > work/recipe-pilot/train-$v.log 2>&1 <<'PY'
