@@ -293,11 +293,14 @@ def test_demo_seed_picks_the_evaluation_split(tmp_path):
     assert [r["phase"] for r in zero] == [r["phase"] for r in one]
 
 
-def test_demo_and_sweep_refuse_bad_arguments_in_one_line(tmp_path, capsys):
+def test_demo_and_sweep_refuse_bad_arguments_in_one_line(tmp_path, capsys, monkeypatch):
+    import phasebench.sweep
     from phasebench.cli import main
 
     assert main(["demo", "--seed", "-1"]) == 2
     assert "Traceback" not in capsys.readouterr().err
+    # every sweep model is committed; without them (an empty weights folder) --no-train refuses
+    monkeypatch.setattr(phasebench.sweep, "weights_dir", lambda: tmp_path / "no-weights")
     out = tmp_path / "sweep"
     code = main(["reference", "sweep", "--strides", "3", "--no-train", "--out", str(out)])
     err = capsys.readouterr().err
