@@ -26,7 +26,7 @@ from phasebench.demo import RUNS_MARKER, eval_threads, evaluate_models, generate
 from phasebench.errors import PhasebenchError
 from phasebench.reference import (
     CONTROL,
-    EVAL_LENGTH,
+    SWEEP_LENGTH,
     SWEEP_MODULUS,
     SWEEP_N_BASE,
     SWEEP_STRIDES,
@@ -92,7 +92,7 @@ def model_folders(
 def run_sweep(
     out: Path,
     n_base: int = SWEEP_N_BASE,
-    length: int = EVAL_LENGTH,
+    length: int = SWEEP_LENGTH,
     strides: tuple[int, ...] = SWEEP_STRIDES,
     seed: int = 0,
     train_missing: bool = True,

@@ -13,6 +13,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     from phasebench.reference import (
         DEMO_N_BASE,
         EVAL_LENGTH,
+        SWEEP_LENGTH,
         SWEEP_N_BASE,
         SWEEP_STRIDES,
         VARIANTS,
@@ -76,7 +77,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help=f"strides to run (of {', '.join(map(str, SWEEP_STRIDES))})",
     )
     sw.add_argument(
-        "--length", type=_args.positive_int, default=EVAL_LENGTH, help="kv prompt length"
+        "--length", type=_args.positive_int, default=SWEEP_LENGTH, help="kv prompt length"
     )
     sw.add_argument(
         "--n-base", type=_args.positive_int, default=SWEEP_N_BASE, help="base items (x 24 phases)"

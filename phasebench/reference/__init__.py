@@ -11,6 +11,7 @@ __all__ = [
     "DEMO_N_BASE",
     "EVAL_LENGTH",
     "SHIPPED",
+    "SWEEP_LENGTH",
     "SWEEP_MODULUS",
     "SWEEP_N_BASE",
     "SWEEP_STRIDES",
@@ -51,6 +52,9 @@ SWEEP_MODULUS = 24
 #: p = 0.37; at 144 the 8- to 9-point gaps of strides 3 and 4 have p <= 0.004
 #: (docs/reference.md).
 SWEEP_N_BASE = 144
+#: Context length of the sweep's split: 320 tokens, where strides 3 and 4 show their periods
+#: (docs/reference.md); at the demo's 256 strides 2-4 are nearer their ceiling.
+SWEEP_LENGTH = 320
 
 
 def sweep_variant(stride: int) -> str:
@@ -74,7 +78,7 @@ SHIPPED = (
 )
 
 #: Context length (tokens) of the ``kv`` split the reference models are checked on (``phasebench
-#: demo``, ``phasebench reference evaluate``, ``phasebench reference sweep``): about 60 records
+#: demo``, ``phasebench reference evaluate``; the sweep has :data:`SWEEP_LENGTH`): about 60 records
 #: per prompt. The models train on 128-token prompts; longer prompts make the task harder for
 #: the matched control (``mean-w1s1``, flat at every length: 85.2 and 81.9% at 256 tokens on the
 #: selection seeds 10 and 11, 76.6 and 75.0% at 288, 75.0% at 320), while the W8/S4 model's
@@ -86,7 +90,7 @@ SHIPPED = (
 EVAL_LENGTH = 256
 #: Base items (each at all 8 phases) of that split: 2,048 prompts per model. 128 left the W8/S4
 #: model's 7- to 9-point gap at p = 0.02 on two of three seeds; 256 gives p < 0.001 on both
-#: selection seeds, and the demo stays under 5 minutes on one thread.
+#: selection seeds; the demo's time doubles with it (about 5 minutes on one thread, README).
 DEMO_N_BASE = 256
 
 
