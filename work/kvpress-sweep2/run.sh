@@ -6,5 +6,5 @@ cd /work/main && . /work/venv-kvpress/bin/activate
 press=$1; ratio=0.1; extra="--baseline 4"
 [ "$press" = chunkkv ] && ratio=0.25 && extra=""
 exec python benchmarks/kvpress_stride_sweep.py run --tokenizer work/kvpress-probe/tokenizer \
-  --work work/kvpress-sweep2/$press --submissions leaderboard/submissions --length 512 \
+  --work work/kvpress-sweep2/$press --submissions ${SUBMISSIONS:-leaderboard/submissions} --length 512 \
   --chunks 8,4,6,12,2 --presses $press --ratio $ratio --n-base 32 --max-modulus 12 --batch 8 $extra
