@@ -114,3 +114,22 @@ def test_press_names_and_audit_variants():
     assert variant("chunkkv8", 0.25) == "kvpress-chunkkv8-r0.25"
     assert variant("none", 0.5) == "kvpress-none"
     assert model_args_text({"pretrained": "m", "press": None}) == "pretrained=m,press=none"
+
+
+def test_the_audit_table_reads_a_committed_submission_when_the_run_folder_is_gone(tmp_path):
+    """A sweep's scratch output (``WORK/<variant>/out``) is not committed; its table is rebuilt
+    from the packed submission the record names, with the figures ``phasebench report`` gives."""
+    from pathlib import Path
+
+    from phasebench.errors import PhasebenchError
+    from phasebench.kvpress.audit import audit_table
+
+    root = Path(__file__).resolve().parent.parent / "leaderboard" / "submissions"
+    (submission,) = root.glob("HuggingFaceTB__SmolLM2*/*+kvpress-chunk8-r0.1-niah512-m8")
+    record = {"variant": "kvpress-chunk8-r0.1-niah512-m8", "submission": str(submission)}
+    (row,) = audit_table(tmp_path, [record])
+    summary = row["summary"]
+    assert len(summary["per_phase"]) == 8 and summary["dominant_period"] == 8
+    assert summary["p_value"] < 0.01 and 0.5 < summary["gap"] <= 1.0
+    with pytest.raises(PhasebenchError, match="no lm-eval output"):
+        audit_table(tmp_path, [{"variant": "gone", "submission": str(tmp_path / "gone")}])

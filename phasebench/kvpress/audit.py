@@ -239,12 +239,19 @@ def pack_submission(out: Path, meta: Mapping[str, Any], submissions: Path) -> Pa
 def audit_table(work: Path, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per audited run (``records`` from ``WORK/audit.json``): the press, and average,
     worst phase, gap with its interval, p-value and period as ``phasebench report`` computes
-    them from the run's lm-eval samples (one computation per number)."""
+    them from the run's lm-eval samples (one computation per number): ``WORK/<variant>/out``,
+    or, where that scratch folder is gone, the packed submission the record names (the same
+    samples, committed)."""
     from phasebench.report import build_report, load_runs
 
     rows = []
     for record in records:
-        runs, _ = load_runs([Path(work) / record["variant"] / "out"])
+        source = Path(work) / record["variant"] / "out"
+        if not source.is_dir() and record.get("submission"):
+            source = Path(record["submission"])
+        if not source.is_dir():
+            raise PhasebenchError(f"{record['variant']}: no lm-eval output at {source}")
+        runs, _ = load_runs([source])
         report = build_report(runs)
         ((_, run),) = report["runs"].items()
         ((_, by_length),) = run["tasks"].items()
