@@ -424,9 +424,9 @@ def test_shipped_examples_site_in_chromium(tmp_path):
     with serve(site) as url, chromium() as browser:
         pages = _every_page(site, url, browser, built)
         # code@0, kv@256, kv@512, niah@512 (the kvpress stride sweep), niah@1024 (the kvpress
-        # audit), niah@256 (an earlier sweep baseline); one page per submission (16 shipped)
+        # audit), niah@256 (an earlier sweep baseline); one page per submission (21 shipped)
         assert sum(p.startswith("boards/") for p in pages) == 6
-        assert len(outcome.accepted) == 16
+        assert len(outcome.accepted) == 21
         assert sum(p.startswith("models/") for p in pages) == len(outcome.accepted)
         page = browser.new_page(viewport={"width": 1280, "height": 720})
         page.goto(f"{url}/index.html")
