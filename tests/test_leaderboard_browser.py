@@ -365,14 +365,19 @@ def test_dark_mode_follows_the_system_setting(server):
         assert background == "rgb(18, 20, 23)" and text == "rgb(230, 230, 230)"
 
 
-def _every_page(site: Path, server: str, browser, built: str) -> list[str]:
+def _every_page(site: Path, server: str, browser, built: str, axe_all: bool = True) -> list[str]:
     """Open every page of the site at every width and colour scheme: it fits the width, names
     its build and version, loads nothing from outside, logs no error and axe-core finds no
-    violation."""
+    violation (on every page, or with ``axe_all=False`` on the first page of each template:
+    each top-level page, one board, one model page)."""
     pages = sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html"))
     assert {"index.html", "about.html", "submit.html", "rejections.html", "reported.html"} <= set(
         pages
     )
+    kinds = {}
+    for name in pages:
+        kinds.setdefault(name.split("/")[0] if "/" in name else name, name)
+    audited = set(pages) if axe_all else set(kinds.values())
     for width in WIDTHS:
         for scheme in ("light", "dark"):
             page = browser.new_page(viewport={"width": width, "height": 800}, color_scheme=scheme)
@@ -383,7 +388,8 @@ def _every_page(site: Path, server: str, browser, built: str) -> list[str]:
                 _fits(page, width)
                 footer = page.locator("footer").inner_text()
                 assert f"Built {built} with phasebench {__version__}" in footer, name
-                _axe(page)
+                if name in audited:
+                    _axe(page)
             if width == 390 and (site / "boards").is_dir():
                 board = next((site / "boards").glob("*.html")).relative_to(site).as_posix()
                 page.goto(f"{server}/{board}?phases=1&all=1")
@@ -405,7 +411,8 @@ def test_every_page_fits_and_passes_axe(server, site):
 @pytest.mark.slow
 def test_shipped_examples_site_in_chromium(tmp_path):
     """The shipped example submissions (real runs) validate from the checkout; every page of
-    their site fits 1280 and 390 px, light and dark, with no axe-core violation; the kvpress
+    their site fits 1280 and 390 px, light and dark, with no axe-core violation on one page of
+    each template (every page of the test site is audited above); the kvpress
     board tells its presses apart everywhere; the SmolLM2 page shows its profiles and a
     Reproduce command with the model's Hub id. PHASEBENCH_SCREENSHOTS=docs refreshes the
     pictures docs/leaderboard.md shows."""
@@ -422,7 +429,7 @@ def test_shipped_examples_site_in_chromium(tmp_path):
     target = Path(os.environ.get("PHASEBENCH_SCREENSHOTS") or tmp_path)
     shots = {name: target / f"leaderboard{name}.png" for name in ("", "-board", "-390", "-model")}
     with serve(site) as url, chromium() as browser:
-        pages = _every_page(site, url, browser, built)
+        pages = _every_page(site, url, browser, built, axe_all=False)
         # code@0, kv@256, kv@512, niah@512 (the kvpress stride sweep), niah@1024 (the kvpress
         # audit), niah@256 (an earlier sweep baseline); one page per submission (21 shipped)
         assert sum(p.startswith("boards/") for p in pages) == 6

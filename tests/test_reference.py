@@ -81,7 +81,7 @@ def test_compressed_grid_is_anchored_at_position_zero(variant, stride):
     attn = model.blocks[0].attn
     T = 30
     k = torch.arange(T, dtype=torch.float32).view(1, 1, T, 1).expand(1, 4, T, 1)
-    kc, vc, ends = attn._compress(torch.zeros(1, T, 64), k, k)
+    kc, vc, ends = attn._compress(k, k, None)
     J = (T - 8) // stride + 1
     assert ends.tolist() == [j * stride + 8 for j in range(J)]
     expected = torch.tensor([j * stride + 3.5 for j in range(J)])
@@ -99,6 +99,58 @@ def test_left_padding_gives_the_unpadded_outputs():
         padded = model(batch, attention_mask=mask.long()).logits
         alone = model(short).logits
     assert torch.allclose(padded[0, 7:], alone[0], atol=1e-5)
+
+
+@pytest.mark.parametrize("variant", ["full", "gate-w8s4", "mean-w8s2", "mean-w1s1"])
+def test_generation_cache_gives_the_whole_sequence_logits(variant):
+    """Prefill then one token at a time (and three at once) through the StepCache gives the
+    logits of running the whole sequence, at every position, from every prefill length."""
+    torch.manual_seed(0)
+    model = make_model(variant, TrainSettings()).eval()
+    ids = torch.randint(3, 1000, (3, 37))
+    with torch.no_grad():
+        whole = model(ids).logits
+        for prefill in (1, 6, 19):
+            out = model(ids[:, :prefill], use_cache=True)
+            assert out.cache.length == prefill
+            steps, cache = [out.logits[:, -1]], out.cache
+            for t in range(prefill, ids.shape[1]):
+                out = model(ids[:, t : t + 1], cache=cache, use_cache=True)
+                steps.append(out.logits[:, -1])
+                cache = out.cache
+            assert torch.allclose(torch.stack(steps, 1), whole[:, prefill - 1 :], atol=1e-4)
+            three = model(
+                ids[:, prefill + 3 : prefill + 6],
+                cache=model(ids[:, : prefill + 3], use_cache=True).cache,
+            )
+            assert torch.allclose(three.logits, whole[:, prefill + 3 : prefill + 6], atol=1e-4)
+
+
+def test_cached_generation_answers_as_the_recomputed_one():
+    """On a committed model and real demo prompts, generate with the cache gives the tokens of
+    generate without it; a left-padded batch (no cache) gives each row's unpadded answer."""
+    from transformers import AutoTokenizer
+
+    register_auto_classes()
+    model = PhaseRefModel.from_pretrained(str(weights_dir() / "gate-w8s4")).eval()
+    hf_tok = AutoTokenizer.from_pretrained(str(weights_dir() / "gate-w8s4"))
+    prompts = []
+    for length in (256, 288):
+        spec = SplitSpec(family="kv", length=length, n_base=16, tokenizer="phasebench-ref")
+        plan = kv.prepare(spec, load_tokenizer("phasebench-ref"))
+        prompts += [row["prompt"] for row in plan.render(range(8))]
+    enc = hf_tok(prompts[:8], return_tensors="pt")
+    settings = {"max_new_tokens": 3, "do_sample": False, "pad_token_id": 0}
+    with torch.no_grad():
+        cached = model.generate(**enc, use_cache=True, **settings)
+        again = model.generate(**enc, use_cache=False, **settings)
+        assert torch.equal(cached, again)
+        hf_tok.padding_side = "left"
+        mixed = [prompts[0], prompts[8]]
+        padded = model.generate(**hf_tok(mixed, return_tensors="pt", padding=True), **settings)
+        for row, prompt in zip(padded, mixed, strict=True):
+            alone = model.generate(**hf_tok([prompt], return_tensors="pt"), **settings)
+            assert row[-3:].tolist() == alone[0, -3:].tolist()
 
 
 def test_retraining_with_a_tiny_budget_saves_a_loadable_model(tmp_path):

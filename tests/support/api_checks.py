@@ -201,7 +201,10 @@ def check_witness_catches_retokenizing(served: Served, work: Path, other: Path) 
     and left out (no ``acc``); since none agrees here, ``phasebench eval`` ends with one line
     saying so (exit 2) after lm-eval's own run."""
     task = "phasebench_kv"
-    run = run_eval(served, work, "local-completions", task, tokenizer=other, returncode=2)
+    # 4 base items x 2 phases: the witness reads each prompt on its own, so 8 prompts show it
+    metadata = {"max_seq_lengths": [256], "n_base": 4, "phase_modulus": 2}
+    run = run_eval(served, work, "local-completions", task, tokenizer=other, returncode=2,
+                   metadata=metadata, n=8)  # fmt: skip
     marked = 0
     reported = sorted(e.response["usage"]["prompt_tokens"] for e in run.sent)
     for sample in run.samples:
@@ -215,7 +218,7 @@ def check_witness_catches_retokenizing(served: Served, work: Path, other: Path) 
     logged = sorted(s["served_verified"][1] for s in run.samples)
     require(logged == reported, f"logged counts {logged}, the server answered {reported}")
     require(marked == n, f"{marked}/{n} marked; server counts {sorted(reported)}")
-    line = "no sample's server prompt token count agrees with its label (0/32 agree"
+    line = "no sample's server prompt token count agrees with its label (0/8 agree"
     require(line in run.output, f"no witness refusal printed: {run.output[-2000:]}")
     return [
         f"{task} local-completions, labelled with {other.name}'s tokenizer, served by SmolLM2's:",
