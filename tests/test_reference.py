@@ -58,12 +58,16 @@ def test_phasebench_builds_exact_kv_splits_for_the_reference_tokenizer(tok):
     assert sorted(r["phase"] for r in rows[:8]) == list(range(8))
 
 
+def _random_model(variant: str, rows: int, length: int):
+    """A freshly initialised model of ``variant`` (seed 0) and random token ids for it."""
+    torch.manual_seed(0)
+    return make_model(variant, TrainSettings()).eval(), torch.randint(3, 1000, (rows, length))
+
+
 @pytest.mark.parametrize("variant", ["gate-w8s4", "mean-w8s2", "full"])
 def test_attention_is_causal(variant):
     """Changing token t must not change any output before t (no compressed entry leaks)."""
-    torch.manual_seed(0)
-    model = make_model(variant, TrainSettings()).eval()
-    ids = torch.randint(3, 1000, (1, 40))
+    model, ids = _random_model(variant, 1, 40)
     with torch.no_grad():
         base = model(ids).logits
         for t in (9, 17, 30):
@@ -105,9 +109,7 @@ def test_left_padding_gives_the_unpadded_outputs():
 def test_generation_cache_gives_the_whole_sequence_logits(variant):
     """Prefill then one token at a time (and three at once) through the StepCache gives the
     logits of running the whole sequence, at every position, from every prefill length."""
-    torch.manual_seed(0)
-    model = make_model(variant, TrainSettings()).eval()
-    ids = torch.randint(3, 1000, (3, 37))
+    model, ids = _random_model(variant, 3, 37)
     with torch.no_grad():
         whole = model(ids).logits
         for prefill in (1, 6, 19):
