@@ -92,13 +92,10 @@ def _rope_table(start: int, T: int, D: int, base: float, device: torch.device):
     shape: every layer and every batch of one length asks for the same table). Built outside
     inference mode, so a table first made while evaluating can be used while training."""
     with torch.inference_mode(False), torch.no_grad():
-        return _angles(start, T, D, base, device)
-
-
-def _angles(start: int, T: int, D: int, base: float, device: torch.device):
-    inv = 1.0 / (base ** (torch.arange(0, D, 2, dtype=torch.float32, device=device) / D))
-    ang = torch.arange(start, start + T, dtype=torch.float32, device=device)[:, None] * inv[None, :]
-    return ang.cos(), ang.sin()
+        inv = 1.0 / (base ** (torch.arange(0, D, 2, dtype=torch.float32, device=device) / D))
+        ang = torch.arange(start, start + T, dtype=torch.float32, device=device)[:, None]
+        ang = ang * inv[None, :]
+        return ang.cos(), ang.sin()
 
 
 def _rope(x: torch.Tensor, base: float, start: int = 0) -> torch.Tensor:
@@ -148,98 +145,74 @@ class Attention(nn.Module):
             self.gate = nn.Linear(cfg.d_model, cfg.n_head)
             self.slot_bias = nn.Parameter(torch.zeros(cfg.n_head, cfg.window))
 
-    def _project(self, x: torch.Tensor, start: int):
-        """q, k, v (B, H, T, dh), q and k with RoPE at positions start.., and the gate scores."""
-        B, T, _ = x.shape
-        q, k, v = self.qkv(x).view(B, T, 3, self.h, self.dh).permute(2, 0, 3, 1, 4)
-        base = self.cfg.rope_base
-        g = self.gate(x).transpose(1, 2) if self.cfg.attention == "gate" else None
-        return q, k, v, _rope(q, base, start), _rope(k, base, start), g
+    def empty_state(self, x: torch.Tensor) -> LayerState:
+        """The state before position 0 (no tokens, no entries, zeros before the convolution)."""
+        B, d = x.shape[0], self.cfg.d_model
+        none = x.new_zeros(B, self.h, 0, self.dh)
+        gate = x.new_zeros(B, self.h, 0) if self.cfg.attention == "gate" else None
+        return LayerState(x.new_zeros(B, self.cfg.conv - 1, d), none, none, none, gate, none, none)
 
-    def forward(
-        self, x: torch.Tensor, state: LayerState | None = None, keep: bool = False
-    ) -> tuple[torch.Tensor, LayerState | None]:
-        """The attention output for ``x`` (B, T, d); with ``state``, ``x`` continues the
-        sequence that state holds. ``keep`` returns the state after ``x`` (else None)."""
-        if state is not None:
-            return self._step(x, state)
-        cfg = self.cfg
-        B, T, _ = x.shape
-        q, k, v, qr, kr, g = self._project(x, 0)
-        if cfg.attention == "full":
-            y = F.scaled_dot_product_attention(qr, kr, v, is_causal=True)
-            new = LayerState(x[:, :0], k, kr, v) if keep else None
-            return self.out(y.transpose(1, 2).reshape(B, T, -1)), new
-        scale = 1.0 / math.sqrt(self.dh)
-        L = cfg.local
-        pos = torch.arange(T, device=x.device)
-        # raw local band: query t sees keys t-L+1..t (slot L-1 is t itself)
-        kb = F.pad(kr, (0, 0, L - 1, 0)).unfold(2, L, 1)  # (B, H, T, dh, L)
-        vb = F.pad(v, (0, 0, L - 1, 0)).unfold(2, L, 1)
-        band = torch.einsum("bhtd,bhtdl->bhtl", qr, kb) * scale
-        offset = torch.arange(L, device=x.device) - (L - 1)  # key position minus t
-        band = band.masked_fill(~((pos[:, None] + offset[None, :]) >= 0), float("-inf"))
-        kc, vc, ends = self._compress(k, v, g)  # (B, H, J, dh), ends: (J,)
-        comp = (q @ kc.transpose(-1, -2)) * scale  # (B, H, T, J)
-        comp = comp.masked_fill(~(ends[None, :] <= pos[:, None]), float("-inf"))
-        att = torch.cat([band, comp], dim=-1).softmax(-1)
-        y = torch.einsum("bhtl,bhtdl->bhtd", att[..., :L], vb) + att[..., L:] @ vc
-        new = LayerState(x[:, :0], k, kr, v, g, kc, vc) if keep else None
-        return self.out(y.transpose(1, 2).reshape(B, T, -1)), new
-
-    def _step(self, x: torch.Tensor, state: LayerState) -> tuple[torch.Tensor, LayerState]:
-        """``x`` (B, n, d) at positions T0..T0+n-1 after the T0 positions ``state`` holds: the
-        same computation as the whole sequence, for the new positions only."""
+    def forward(self, x: torch.Tensor, state: LayerState) -> tuple[torch.Tensor, LayerState]:
+        """The attention output for ``x`` (B, n, d) at positions T0..T0+n-1, after the T0
+        positions ``state`` holds (a whole sequence starts from :meth:`empty_state`), and the
+        state after them."""
         cfg = self.cfg
         B, n, _ = x.shape
         T0 = state.k.shape[2]
-        q, k, v, qr, kr, g = self._project(x, T0)
+        q, k, v = self.qkv(x).view(B, n, 3, self.h, self.dh).permute(2, 0, 3, 1, 4)
+        qr, kr = _rope(q, cfg.rope_base, T0), _rope(k, cfg.rope_base, T0)
         k_all, kr_all = torch.cat([state.k, k], 2), torch.cat([state.kr, kr], 2)
         v_all = torch.cat([state.v, v], 2)
-        g_all = None if g is None else torch.cat([state.g, g], 2)
+        g_all = None
+        if cfg.attention == "gate":
+            g_all = torch.cat([state.g, self.gate(x).transpose(1, 2)], 2)  # (B, H, T)
         pos = T0 + torch.arange(n, device=x.device)
         if cfg.attention == "full":
-            seen = torch.arange(T0 + n, device=x.device)[None, :] <= pos[:, None]
-            y = F.scaled_dot_product_attention(qr, kr_all, v_all, attn_mask=seen)
-            new = LayerState(x[:, :0], k_all, kr_all, v_all)
+            if T0 == 0:
+                y = F.scaled_dot_product_attention(qr, kr_all, v_all, is_causal=True)
+            else:
+                seen = torch.arange(T0 + n, device=x.device)[None, :] <= pos[:, None]
+                y = F.scaled_dot_product_attention(qr, kr_all, v_all, attn_mask=seen)
+            new = LayerState(state.conv_in, k_all, kr_all, v_all)
             return self.out(y.transpose(1, 2).reshape(B, n, -1)), new
         scale = 1.0 / math.sqrt(self.dh)
         L, W, S = cfg.local, cfg.window, cfg.stride
-        # the band's keys: the L-1 positions before T0 (zeros before position 0), then the new
-        tail = F.pad(kr_all, (0, 0, max(0, L - 1 - T0), 0))[:, :, -(L - 1 + n) :]
-        vtail = F.pad(v_all, (0, 0, max(0, L - 1 - T0), 0))[:, :, -(L - 1 + n) :]
-        kb, vb = tail.unfold(2, L, 1), vtail.unfold(2, L, 1)  # (B, H, n, dh, L)
-        band = torch.einsum("bhtd,bhtdl->bhtl", qr, kb) * scale
-        offset = torch.arange(L, device=x.device) - (L - 1)
+        # raw local band: query t sees keys t-L+1..t (slot L-1 is t itself; zeros before 0)
+        kb = F.pad(kr_all, (0, 0, max(0, L - 1 - T0), 0))[:, :, -(L - 1 + n) :].unfold(2, L, 1)
+        vb = F.pad(v_all, (0, 0, max(0, L - 1 - T0), 0))[:, :, -(L - 1 + n) :].unfold(2, L, 1)
+        band = torch.einsum("bhtd,bhtdl->bhtl", qr, kb) * scale  # kb, vb: (B, H, n, dh, L)
+        offset = torch.arange(L, device=x.device) - (L - 1)  # key position minus t
         band = band.masked_fill(~((pos[:, None] + offset[None, :]) >= 0), float("-inf"))
-        # entries whose window completes with the new tokens: j*S + W <= T0 + n
+        # the entries whose window completes with the new tokens (j*S + W <= T0 + n) join those
+        # the state holds
         built = state.kc.shape[2]
         total = (T0 + n - W) // S + 1 if T0 + n >= W else 0
         kc, vc = state.kc, state.vc
         if total > built:
             lo, hi = built * S, (total - 1) * S + W
             gw = None if g_all is None else g_all[:, :, lo:hi]
-            kn, vn, _ = self._compress(k_all[:, :, lo:hi], v_all[:, :, lo:hi], gw)
+            kn, vn = self._compress(k_all[:, :, lo:hi], v_all[:, :, lo:hi], gw)
             kc, vc = torch.cat([kc, kn], 2), torch.cat([vc, vn], 2)
         ends = torch.arange(total, device=x.device) * S + W
-        comp = (q @ kc.transpose(-1, -2)) * scale
+        comp = (q @ kc.transpose(-1, -2)) * scale  # (B, H, n, J)
         comp = comp.masked_fill(~(ends[None, :] <= pos[:, None]), float("-inf"))
         att = torch.cat([band, comp], dim=-1).softmax(-1)
         y = torch.einsum("bhtl,bhtdl->bhtd", att[..., :L], vb) + att[..., L:] @ vc
-        new = LayerState(x[:, :0], k_all, kr_all, v_all, g_all, kc, vc)
+        new = LayerState(state.conv_in, k_all, kr_all, v_all, g_all, kc, vc)
         return self.out(y.transpose(1, 2).reshape(B, n, -1)), new
 
     def _compress(
         self, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor | None
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """The compressed entries of ``k`` and ``v`` (B, H, T, dh) on the grid anchored at
-        their first position, weighted by the gate scores ``g`` (B, H, T) for ``gate``."""
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The compressed entries (B, H, J, dh) of ``k`` and ``v`` (B, H, T, dh) on the grid
+        anchored at their first position, weighted by the gate scores ``g`` (B, H, T) for
+        ``gate``; entry j pools positions [j*S, j*S + W)."""
         cfg = self.cfg
         W, S = cfg.window, cfg.stride
         B, H, T, D = k.shape
         if T < W:
             empty = k.new_zeros(B, H, 0, D)
-            return empty, empty, torch.zeros(0, dtype=torch.long, device=k.device)
+            return empty, empty
         kw = k.unfold(2, W, S)  # (B, H, J, D, W)
         vw = v.unfold(2, W, S)
         J = kw.shape[2]
@@ -247,10 +220,7 @@ class Attention(nn.Module):
             w = (g.unfold(2, W, S) + self.slot_bias[None, :, None, :]).softmax(-1)  # (B, H, J, W)
         else:
             w = k.new_full((B, H, J, W), 1.0 / W)
-        kc = (kw * w[..., None, :]).sum(-1)
-        vc = (vw * w[..., None, :]).sum(-1)
-        ends = torch.arange(J, device=k.device) * S + W
-        return kc, vc, ends
+        return (kw * w[..., None, :]).sum(-1), (vw * w[..., None, :]).sum(-1)
 
 
 class Block(nn.Module):
@@ -265,19 +235,12 @@ class Block(nn.Module):
             nn.Linear(cfg.d_model, cfg.d_ff), nn.GELU(), nn.Linear(cfg.d_ff, cfg.d_model)
         )
 
-    def forward(
-        self, x: torch.Tensor, state: LayerState | None = None, keep: bool = False
-    ) -> tuple[torch.Tensor, LayerState | None]:
-        c = self.cfg.conv - 1
-        n = self.ln1(x)
-        if state is None:
-            before = F.pad(n.transpose(1, 2), (c, 0))  # causal: zeros before position 0
-        else:
-            before = torch.cat([state.conv_in, n], 1).transpose(1, 2)
-        h = self.conv(before).transpose(1, 2)
-        a, new = self.attn(h, state, keep or state is not None)
-        if new is not None:
-            new.conv_in = before.transpose(1, 2)[:, before.shape[2] - c :]
+    def forward(self, x: torch.Tensor, state: LayerState) -> tuple[torch.Tensor, LayerState]:
+        """``x`` (B, n, d) after the positions ``state`` holds; the output and the new state."""
+        before = torch.cat([state.conv_in, self.ln1(x)], 1)  # causal: the last inputs, then x
+        h = self.conv(before.transpose(1, 2)).transpose(1, 2)
+        a, new = self.attn(h, state)
+        new.conv_in = before[:, before.shape[1] - (self.cfg.conv - 1) :]
         x = x + a
         return x + self.mlp(self.ln2(x)), new
 
@@ -334,17 +297,16 @@ class PhaseRefModel(PreTrainedModel, GenerationMixin):
         return self.run(input_ids)[0]
 
     def run(
-        self, input_ids: torch.Tensor, cache: StepCache | None = None, keep: bool = False
-    ) -> tuple[torch.Tensor, StepCache | None]:
-        """Final hidden states of ``input_ids`` (after the positions ``cache`` holds, if any),
-        and the cache after them when ``keep`` (or a cache came in)."""
+        self, input_ids: torch.Tensor, cache: StepCache | None = None
+    ) -> tuple[torch.Tensor, StepCache]:
+        """Final hidden states of ``input_ids`` after the positions ``cache`` holds (none: from
+        position 0), and the cache after them."""
         x = self.components(self.component_ids[input_ids].long()).sum(2)
         states = []
         for i, block in enumerate(self.blocks):
-            x, state = block(x, cache.layers[i] if cache else None, keep)
+            state = cache.layers[i] if cache else block.attn.empty_state(x)
+            x, state = block(x, state)
             states.append(state)
-        if cache is None and not keep:
-            return self.ln_f(x), None
         length = (cache.length if cache else 0) + input_ids.shape[1]
         return self.ln_f(x), StepCache(length, states)
 
@@ -376,7 +338,7 @@ class PhaseRefModel(PreTrainedModel, GenerationMixin):
                 if keep.any():
                     h[i, keep] = self.hidden(input_ids[i, keep][None])[0]
         else:
-            h, cache = self.run(input_ids, cache, keep=use_cache)
+            h, cache = self.run(input_ids, cache)
         logits = self.logits_at(h[:, -logits_to_keep:] if logits_to_keep else h)
         loss = None
         if labels is not None and not logits_to_keep:
@@ -385,7 +347,8 @@ class PhaseRefModel(PreTrainedModel, GenerationMixin):
                 labels[:, 1:].reshape(-1),
                 ignore_index=-100,
             )
-        return PhaseRefOutput(loss=loss, logits=logits, cache=None if padded else cache)
+        kept = cache if use_cache and not padded else None
+        return PhaseRefOutput(loss=loss, logits=logits, cache=kept)
 
     @classmethod
     def _supports_default_dynamic_cache(cls) -> bool:
