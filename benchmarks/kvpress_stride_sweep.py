@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
             description = describe(values)
         n_base = n_base_for(modulus, args.n_base)
         tag = "kvpress-none" if name == "none" else f"kvpress-{name}{chunk}-r{args.ratio:g}"
-        variant = f"{tag}-niah{args.length}-m{modulus}"
+        variant = f"{tag}-niah{args.length}-m{modulus}{args.suffix}"
         folder = Path(args.work) / variant
         command = audit.eval_command(
             base | values, "niah", args.length, n_base, folder / "out", modulus, args.batch
@@ -215,6 +215,11 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--baseline", type=int, default=0, help="modulus of a press-less run first")
     r.add_argument("--batch", type=int, default=8)
     r.add_argument("--threads", type=int, default=1)
+    r.add_argument(
+        "--suffix",
+        default="",
+        help="appended to each variant name, e.g. -n128 for a rerun with more base items",
+    )
     r.add_argument("--contact", default="phasebench maintainers (kvpress stride sweep)")
     t = sub.add_parser("table", help="the table and the figure of docs/kvpress.md")
     t.add_argument("--work", type=Path, nargs="+", required=True)
