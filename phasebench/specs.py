@@ -32,8 +32,9 @@ MAX_ROWS = 1 << 20
 MAX_TOKENS = 1 << 30
 #: Peak resident memory of building one config, for the estimate checked before any work:
 #: the interpreter with its libraries, plus a per-token cost of the longest prompt (its exact
-#: encoding with offsets and the filler tables). Measured with ``work/mem_probe.sh`` (peak RSS
-#: of ``generate``, n_base 4, modulus 2, shared 2-core machine) between 256K and 1M tokens:
+#: encoding with offsets and the filler tables). Measured by
+#: ``benchmarks/results/generate-memory/mem_probe.sh`` (peak RSS of ``generate``, n_base 4,
+#: modulus 2, shared 2-core machine) between 256K and 1M tokens:
 #: kv 1.09, niah 1.27, code 1.43 KiB per token, about 420 MiB at the start; rounded up.
 MEMORY_BASE = 512 << 20
 MEMORY_PER_TOKEN = 1536
