@@ -33,6 +33,7 @@ __all__ = [
     "SplitPlan",
     "get_family",
     "names",
+    "paired_unit",
     "register",
     "task_name",
     "unregister",
@@ -165,6 +166,18 @@ _MODULES: dict[str, str] = {
 #: The families phasebench ships (the lm-eval group ``phasebench`` runs their tasks).
 BUILTIN: tuple[str, ...] = tuple(_MODULES)
 _LOADED: dict[str, Family] = {}
+
+
+def paired_unit(row: Mapping[str, Any]) -> str:
+    """What is paired across phases, as the row's family declares it
+    (:meth:`Family.paired_unit`): a base item at one config length (kv,
+    niah: ``"4096/17"``), or one (item, padding style) sweep at one config length (code, whose
+    16 padding lengths visit each phase 16/P times: ``"0/cast-0003/comment_dash"``).
+
+    Units are strings and the statistics order the rows of a phase matrix by sorting them, so
+    every consumer resamples the same rows (the order of the bootstrap and permutation streams
+    is part of the numbers)."""
+    return get_family(str(row["family"])).paired_unit(row)
 
 
 def task_name(family: str) -> str:
