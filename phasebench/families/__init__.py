@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BUILTIN",
+    "DEFAULT_N_BASE",
     "Family",
     "SplitPlan",
     "get_family",
@@ -38,6 +39,9 @@ __all__ = [
     "task_name",
     "unregister",
 ]
+
+#: Base items per config when neither the spec nor the family names a number.
+DEFAULT_N_BASE = 256
 
 #: The shortest ``length`` a family whose ``length`` is the prompt's token count accepts.
 MIN_LENGTH = 64
@@ -109,7 +113,7 @@ class Family:
     check_spec: Callable[[SplitSpec], None] | None = None
     output_type: OutputType = "generate_until"
     extra_fields: tuple[tuple[str, pa.DataType], ...] = ()
-    default_n_base: int = 256
+    default_n_base: int = DEFAULT_N_BASE
     unit_fields: tuple[str, ...] = ("base_id",)
     rows_per_item: int | None = None
     extra_prompt_tokens: int = 0

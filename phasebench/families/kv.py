@@ -115,7 +115,6 @@ FAMILY = Family(
     verify_config=verify_config,
     describe=describe,
     check_spec=check_spec,
-    default_n_base=256,
     hub_task_category="question-answering",
     hub_task_id="extractive-qa",
     hub_tag="key-value-retrieval",

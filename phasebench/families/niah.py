@@ -318,7 +318,6 @@ FAMILY = Family(
     verify_config=verify_config,
     describe=describe,
     check_spec=check_spec,
-    default_n_base=256,
     takes_haystack=True,
     hub_task_category="question-answering",
     hub_task_id="extractive-qa",

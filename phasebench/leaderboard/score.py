@@ -207,8 +207,8 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
 
 
 def load_reported(path: Path | None = None) -> dict[str, Any]:
-    """The published figures (``leaderboard/reported/reported_results.json``, shipped inside the
-    package as ``phasebench/leaderboard/reported_results.json``; a test keeps them identical)."""
+    """The published figures (``phasebench/leaderboard/reported_results.json``, shipped inside
+    the package; the one copy)."""
     if path is not None:
         return json.loads(Path(path).read_text(encoding="utf-8"))
     text = resources.files("phasebench.leaderboard").joinpath("reported_results.json")
