@@ -133,7 +133,7 @@ def test_built_in_declarations():
     assert kv.paired_unit({"family": "kv", "length": 4096, "base_id": 17}) == "4096/17"
     with pytest.raises(SpecError, match="must be one of kv, niah, code"):
         families.get_family("nope")
-    with pytest.raises(SpecError, match="already known"):
+    with pytest.raises(SpecError, match="already declared"):
         families.register(dataclasses.replace(kv))
     with pytest.raises(SpecError, match="built-in"):
         families.unregister("kv")

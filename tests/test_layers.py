@@ -14,7 +14,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "phasebench"
 #: Lowest first. A module may import from its own layer and those below it, never above.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("phasebench._version", "phasebench.errors", "phasebench.rng",
-              "phasebench.resources", "phasebench.templates", "phasebench.atomic")),
+              "phasebench.resources", "phasebench.templates", "phasebench.atomic",
+              "phasebench.registry")),
     ("core", ("phasebench.specs", "phasebench.rows", "phasebench.tokenization",
               "phasebench.tokenizer_behaviour",
               "phasebench.placement", "phasebench.families", "phasebench.build",

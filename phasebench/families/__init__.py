@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from phasebench.errors import SpecError
+from phasebench.registry import Registry
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -169,7 +170,8 @@ _MODULES: dict[str, str] = {
 }
 #: The families phasebench ships (the lm-eval group ``phasebench`` runs their tasks).
 BUILTIN: tuple[str, ...] = tuple(_MODULES)
-_LOADED: dict[str, Family] = {}
+#: The families declared so far (a built-in one once its module is imported).
+_LOADED: Registry[Family] = Registry("family", SpecError)
 
 
 def paired_unit(row: Mapping[str, Any]) -> str:
@@ -199,10 +201,10 @@ def register(family: Family, module: str | None = None) -> Family:
     a process that looks it up by name (default: the module of ``family.prepare``)."""
     if not isinstance(family, Family):
         raise SpecError(f"a family is declared as a Family (got {type(family).__name__})")
-    if family.name in _MODULES and _LOADED.get(family.name) is not family:
-        raise SpecError(f"a family named {family.name!r} is already known")
+    if family.name in _MODULES:
+        get_family(family.name)  # a built-in one is declared by importing its module
+    _LOADED.add(family, [family.name])
     _MODULES[family.name] = module or family.prepare.__module__
-    _LOADED[family.name] = family
     return family
 
 
@@ -210,16 +212,19 @@ def unregister(name: str) -> None:
     """Forget a registered family (tests); the built-in ones cannot be removed."""
     if name in BUILTIN:
         raise SpecError(f"{name!r} is a built-in family")
+    found = _LOADED.get(name)
+    if found is not None:
+        _LOADED.remove(found)
     _MODULES.pop(name, None)
-    _LOADED.pop(name, None)
 
 
 def get_family(spec: SplitSpec | str) -> Family:
     """The declaration of ``spec``'s family, or of the family named so (its module imported on
     first use); an unknown name is refused with the list of known ones."""
     name = spec if isinstance(spec, str) else spec.family
-    if name not in _LOADED:
+    found = _LOADED.get(name)
+    if found is None:
         if name not in _MODULES:
             raise SpecError(f"'family' must be one of {', '.join(_MODULES)} (got {name!r})")
-        _LOADED[name] = importlib.import_module(_MODULES[name]).FAMILY
-    return _LOADED[name]
+        found = _LOADED.add(importlib.import_module(_MODULES[name]).FAMILY, [name])
+    return found
