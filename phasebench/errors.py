@@ -4,14 +4,16 @@ A :class:`PhasebenchError` is bad input or an unmet precondition, with a message
 to fix the call; the CLI prints it as one line and exits with its ``exit_code`` (2). A
 :class:`MachineError` is the machine's failure, not the input's (a package missing, memory or
 disk exhausted, a worker process that crashed): one line too, exit code 3, so that a caller can
-tell "fix the input" from "fix the machine". Anything else is a bug and keeps its traceback.
+tell "fix the input" from "fix the machine". A package that is not installed is one condition,
+:class:`DependencyError` (exit 3), whichever package it is. Anything else is a bug and keeps
+its traceback.
 
 The tree (every class lives here; the modules that raise them import them from here)::
 
     PhasebenchError                 bad input or an unmet precondition (exit 2)
     ├── SpecError                   a split spec field missing, unknown or out of range
     ├── TokenizerError              a tokenizer that cannot be loaded, or the wrong one
-    │   └── MissingPackageError     ... because a package is not installed (also MachineError)
+    │   └── MissingPackageError     ... because its package is not installed (a DependencyError)
     ├── AssemblyError               a prompt that cannot be assembled exactly
     ├── SplitError                  a split folder missing, incomplete or not phasebench's
     ├── OutputError                 an output path that cannot be written or replaced as asked
@@ -22,12 +24,12 @@ The tree (every class lives here; the modules that raise them import them from h
     ├── PlainYamlError              YAML that is not plain data (also a ValueError)
     ├── HubError                    a dataset repository folder, or the Hub, refused
     ├── EvalError                   an lm-eval run that cannot go ahead as asked
-    ├── DependencyError             an optional dependency missing (names the extra)
     ├── ProbeError                  a probe that cannot run as asked
     ├── PressError                  a kvpress press that cannot be built
     ├── PromptSplitError            a prompt that cannot be cut at its question
     └── MachineError                the machine, not the input, failed (exit 3)
-        └── MissingPackageError
+        └── DependencyError         a package that is not installed (names what to install)
+            └── MissingPackageError
 
 One more is raised on purpose and never leaves the leaderboard's validation:
 ``phasebench.leaderboard.collect.Refused`` stops one submission with its ``Problem`` (the
@@ -129,10 +131,6 @@ class EvalError(PhasebenchError):
     """An lm-eval run cannot go ahead as asked (a truncated prompt, missing model arguments)."""
 
 
-class DependencyError(PhasebenchError):
-    """An optional dependency is missing; the message names the extra to install."""
-
-
 class ProbeError(PhasebenchError):
     """A probe cannot run as asked (a prompt without a marker, a shift that is not exact, ...)."""
 
@@ -152,9 +150,15 @@ class MachineError(PhasebenchError):
     exit_code = 3
 
 
-class MissingPackageError(TokenizerError, MachineError):
-    """A package phasebench itself names (a tokenizer package, a tokenizer library) is not
-    installed or does not import: the machine is incomplete, whoever asked for it."""
+class DependencyError(MachineError):
+    """A package the work needs (an extra such as lm-eval or matplotlib, a tokenizer package or
+    library) is not installed or does not import: the machine is incomplete, whoever asked for
+    it; the message names what to install."""
+
+
+class MissingPackageError(TokenizerError, DependencyError):
+    """A tokenizer's package or library is missing: a :class:`DependencyError` that the code
+    loading tokenizers also sees as a :class:`TokenizerError`."""
 
 
 def first_line(exc: BaseException, limit: int = 200, empty: str | None = None) -> str:

@@ -174,7 +174,8 @@ def test_plots_are_png_and_svg_and_byte_identical(simulated, simulated_report, t
 def test_plots_without_matplotlib_are_one_line_and_write_nothing(simulated, tmp_path):
     """matplotlib is an extra: where it cannot be imported (``sys.modules[...] = None`` makes
     every import of it fail, as on a machine without it), ``report --plots`` says which extra to
-    install in one line, and neither the JSON nor a plot is written."""
+    install in one line (exit 3: the machine lacks a package), and neither the JSON nor a plot
+    is written."""
     code = (
         "import sys; sys.modules['matplotlib'] = None\n"
         "from phasebench.cli import main\n"
@@ -185,7 +186,7 @@ def test_plots_without_matplotlib_are_one_line_and_write_nothing(simulated, tmp_
     proc = subprocess.run(
         [sys.executable, "-c", code, *args], env=_env(), capture_output=True, text=True
     )
-    assert proc.returncode == 2, proc.stderr
+    assert proc.returncode == 3, proc.stderr
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
     assert "phasebench[plots]" in proc.stderr
     assert not (tmp_path / "r.json").exists() and not (tmp_path / "p").exists()
