@@ -5,4 +5,4 @@ export OMP_NUM_THREADS=1
 for S in 0 1 2; do
   /usr/bin/time -f "%e s wall %U user" phasebench demo --seed $S --out work/demo-choice/final-s$S > work/demo-choice/final-s$S.log 2>&1
 done
-python work/demo-choice/study.py mean-w8s1 256 10 64 > work/demo-choice/w8s1-check.log 2>&1
+python benchmarks/results/demo-choice/study.py mean-w8s1 256 10 64 > work/demo-choice/w8s1-check.log 2>&1
