@@ -32,6 +32,7 @@ from phasebench.atomic import (
 )
 from phasebench.errors import DependencyError
 from phasebench.reference import DEMO_N_BASE, EVAL_LENGTH
+from phasebench.specs import DEFAULT_MODULUS
 
 #: Models the demo evaluates, in display order: the matched negative control ``mean-w1s1`` (the
 #: compressed models' own code at window 1, stride 1), full attention, then the compressed ones.
@@ -77,7 +78,9 @@ def model_name(variant: str) -> str:
     return f"phasebench-ref-{variant}"
 
 
-def generate_split(out: Path, length: int, n_base: int, seed: int = 0, modulus: int = 8) -> Path:
+def generate_split(
+    out: Path, length: int, n_base: int, seed: int = 0, modulus: int = DEFAULT_MODULUS
+) -> Path:
     """The demo's ``kv`` config for the reference tokenizer (the same for every variant)."""
     from phasebench.build import generate
     from phasebench.specs import SplitSpec

@@ -1,33 +1,38 @@
 """Every exception phasebench raises on purpose.
 
-A :class:`PhasebenchError` is bad input or an unmet precondition, with a message that says how
-to fix the call; the CLI prints it as one line and exits with its ``exit_code`` (2). A
-:class:`MachineError` is the machine's failure, not the input's (a package missing, memory or
-disk exhausted, a worker process that crashed): one line too, exit code 3, so that a caller can
-tell "fix the input" from "fix the machine". Anything else is a bug and keeps its traceback.
+A :class:`PhasebenchError` is an error with a message that says what to fix; the CLI prints it
+as one line and exits with its group's ``exit_code``. Three groups, each caught in one line:
+:class:`InputError`, bad input or an unmet precondition (exit 2); :class:`IntegrityError`, data
+that is not what it claims (exit 2); :class:`MachineError`, the machine's failure, not the
+input's (a package missing, memory or disk exhausted, a worker process that crashed; exit 3),
+so that a caller can tell "fix the input" from "fix the machine". A package that is not
+installed is one condition, :class:`DependencyError`, whichever package it is. Anything else is
+a bug and keeps its traceback.
 
 The tree (every class lives here; the modules that raise them import them from here)::
 
-    PhasebenchError                 bad input or an unmet precondition (exit 2)
-    ├── SpecError                   a split spec field missing, unknown or out of range
-    ├── TokenizerError              a tokenizer that cannot be loaded, or the wrong one
-    │   └── MissingPackageError     ... because a package is not installed (also MachineError)
-    ├── AssemblyError               a prompt that cannot be assembled exactly
-    ├── SplitError                  a split folder missing, incomplete or not phasebench's
-    ├── OutputError                 an output path that cannot be written or replaced as asked
-    ├── SamplesError                lm-eval results or sample logs that cannot be read
-    │   └── LogError                ... breaking a reading rule (size, json, path)
-    ├── StatsError                  a statistic asked of data it is not defined for
-    ├── SubmissionsError            not a submissions folder
-    ├── PlainYamlError              YAML that is not plain data (also a ValueError)
-    ├── HubError                    a dataset repository folder, or the Hub, refused
-    ├── EvalError                   an lm-eval run that cannot go ahead as asked
-    ├── DependencyError             an optional dependency missing (names the extra)
-    ├── ProbeError                  a probe that cannot run as asked
-    ├── PressError                  a kvpress press that cannot be built
-    ├── PromptSplitError            a prompt that cannot be cut at its question
+    PhasebenchError                 every one-line error; catch it to catch them all
+    ├── InputError                  the call cannot be done as asked (exit 2)
+    │   ├── SpecError               a split spec field missing, unknown or out of range
+    │   ├── TokenizerError          a tokenizer that cannot be loaded, or the wrong one
+    │   │   └── MissingPackageError ... because its package is not installed (a DependencyError)
+    │   ├── AssemblyError           a prompt that cannot be assembled exactly
+    │   ├── OutputError             an output path that cannot be written or replaced as asked
+    │   ├── StatsError              a statistic asked of data it is not defined for
+    │   ├── SubmissionsError        not a submissions folder
+    │   ├── HubError                a dataset repository folder, or the Hub, refused
+    │   ├── EvalError               an lm-eval run that cannot go ahead as asked
+    │   ├── ProbeError              a probe that cannot run as asked
+    │   ├── PressError              a kvpress press that cannot be built
+    │   └── PromptSplitError        a prompt that cannot be cut at its question
+    ├── IntegrityError              data read is not what it claims (exit 2)
+    │   ├── SplitError              a split folder missing, incomplete or not phasebench's
+    │   ├── SamplesError            lm-eval results or sample logs that cannot be read
+    │   │   └── LogError            ... breaking a reading rule (size, json, path)
+    │   └── PlainYamlError          YAML that is not plain data (also a ValueError)
     └── MachineError                the machine, not the input, failed (exit 3)
-        └── MissingPackageError
+        └── DependencyError         a package that is not installed (names what to install)
+            └── MissingPackageError
 
 One more is raised on purpose and never leaves the leaderboard's validation:
 ``phasebench.leaderboard.collect.Refused`` stops one submission with its ``Problem`` (the
@@ -49,6 +54,8 @@ __all__ = [
     "DependencyError",
     "EvalError",
     "HubError",
+    "InputError",
+    "IntegrityError",
     "LogError",
     "MachineError",
     "MissingPackageError",
@@ -70,32 +77,42 @@ __all__ = [
 
 
 class PhasebenchError(Exception):
-    """Bad input or an unmet precondition, with a message that says how to fix the call."""
+    """Every error phasebench raises on purpose, with a message that says what to fix; raised
+    as one of the three groups below."""
 
     exit_code = 2
 
 
-class SpecError(PhasebenchError):
+class InputError(PhasebenchError):
+    """The call cannot be done as asked: fix the arguments, the spec or the files named (exit 2)."""
+
+
+class IntegrityError(PhasebenchError):
+    """Data phasebench reads is not what it claims or breaks a reading rule (a split, lm-eval
+    logs, submitted YAML): nothing of it is used (exit 2)."""
+
+
+class SpecError(InputError):
     """A split spec field is missing, unknown or out of range."""
 
 
-class TokenizerError(PhasebenchError):
+class TokenizerError(InputError):
     """A tokenizer cannot be loaded, or a split was built for another tokenizer."""
 
 
-class AssemblyError(PhasebenchError):
+class AssemblyError(InputError):
     """A prompt cannot be assembled exactly (length too short, pieces that merge, ...)."""
 
 
-class SplitError(PhasebenchError):
+class SplitError(IntegrityError):
     """A split folder is missing, incomplete or not a phasebench split."""
 
 
-class OutputError(PhasebenchError):
+class OutputError(InputError):
     """An output path cannot be written or replaced as asked."""
 
 
-class SamplesError(PhasebenchError):
+class SamplesError(IntegrityError):
     """lm-eval results or per-sample logs cannot be read as phasebench results."""
 
 
@@ -109,39 +126,35 @@ class LogError(SamplesError):
         self.detail = message
 
 
-class StatsError(PhasebenchError):
+class StatsError(InputError):
     """A statistic was asked of data or settings it is not defined for."""
 
 
-class SubmissionsError(PhasebenchError):
+class SubmissionsError(InputError):
     """A leaderboard command was pointed at something that is not a submissions folder."""
 
 
-class PlainYamlError(PhasebenchError, ValueError):
+class PlainYamlError(IntegrityError, ValueError):
     """The text is not plain YAML data; the message (one line) says why."""
 
 
-class HubError(PhasebenchError):
+class HubError(InputError):
     """A dataset repository folder is inconsistent, or the Hub refused a request."""
 
 
-class EvalError(PhasebenchError):
+class EvalError(InputError):
     """An lm-eval run cannot go ahead as asked (a truncated prompt, missing model arguments)."""
 
 
-class DependencyError(PhasebenchError):
-    """An optional dependency is missing; the message names the extra to install."""
-
-
-class ProbeError(PhasebenchError):
+class ProbeError(InputError):
     """A probe cannot run as asked (a prompt without a marker, a shift that is not exact, ...)."""
 
 
-class PressError(PhasebenchError):
+class PressError(InputError):
     """A press name, field or value that cannot build a kvpress press."""
 
 
-class PromptSplitError(PhasebenchError):
+class PromptSplitError(InputError):
     """A prompt that cannot be cut at its question without moving a labelled token."""
 
 
@@ -152,9 +165,15 @@ class MachineError(PhasebenchError):
     exit_code = 3
 
 
-class MissingPackageError(TokenizerError, MachineError):
-    """A package phasebench itself names (a tokenizer package, a tokenizer library) is not
-    installed or does not import: the machine is incomplete, whoever asked for it."""
+class DependencyError(MachineError):
+    """A package the work needs (an extra such as lm-eval or matplotlib, a tokenizer package or
+    library) is not installed or does not import: the machine is incomplete, whoever asked for
+    it; the message names what to install."""
+
+
+class MissingPackageError(TokenizerError, DependencyError):
+    """A tokenizer's package or library is missing: a :class:`DependencyError` that the code
+    loading tokenizers also sees as a :class:`TokenizerError`."""
 
 
 def first_line(exc: BaseException, limit: int = 200, empty: str | None = None) -> str:

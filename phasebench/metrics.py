@@ -25,6 +25,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from phasebench.errors import StatsError
+from phasebench.registry import Registry
+
 __all__ = [
     "ALPHA",
     "AXES",
@@ -300,7 +303,15 @@ BUILTIN: tuple[Statistic, ...] = (
     ),
 )  # fmt: skip
 
-_REGISTRY: list[Statistic] = list(BUILTIN)
+
+def _names(statistic: Statistic) -> tuple[str, ...]:
+    """What a statistic is called: its summary key and its lm-eval metric name."""
+    return (statistic.key, statistic.metric or "")
+
+
+_REGISTRY: Registry[Statistic] = Registry("statistic", StatsError)
+for _builtin in BUILTIN:
+    _REGISTRY.add(_builtin, _names(_builtin))
 
 
 def statistics() -> tuple[Statistic, ...]:
@@ -310,16 +321,11 @@ def statistics() -> tuple[Statistic, ...]:
 
 def register(statistic: Statistic) -> Statistic:
     """Declare one more statistic; it needs a ``compute`` (the built-in summary does not know
-    it) and a key no other statistic has. Returns it."""
-    from phasebench.errors import StatsError
-
+    it) and a key and metric name no other statistic has (:class:`phasebench.registry.Registry`).
+    Returns it."""
     if statistic.compute is None:
         raise StatsError(f"statistic {statistic.key!r} needs a compute function")
-    taken = {s.key for s in _REGISTRY} | {s.metric for s in _REGISTRY if s.metric}
-    if statistic.key in taken or (statistic.metric and statistic.metric in taken):
-        raise StatsError(f"a statistic named {statistic.key!r} is already declared")
-    _REGISTRY.append(statistic)
-    return statistic
+    return _REGISTRY.add(statistic, _names(statistic))
 
 
 @contextmanager

@@ -9,6 +9,8 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from phasebench.errors import DependencyError
+
 if TYPE_CHECKING:
     from phasebench.atomic import FileSet
 
@@ -20,9 +22,7 @@ def plot_report(report: dict[str, Any], folder: Path, files: FileSet | None = No
     """Write ``<run>__<task>__<length>.profile.{png,svg}`` (and ``.margin.*`` for code), each
     file atomically, or all of them together through ``files``
     (:func:`phasebench.atomic.atomic_files`)."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=True)
+    matplotlib = _matplotlib()
     written: list[Path] = []
     with matplotlib.rc_context(_RC):
         for run, body in report["runs"].items():
@@ -45,6 +45,20 @@ _RC = {
     "axes.spines.top": False,
     "axes.spines.right": False,
 }
+
+
+def _matplotlib():
+    """matplotlib on its file-only backend, or a one-line error naming the extra that installs
+    it (the ``plots`` extra is optional; without it, plots are the one thing that cannot run)."""
+    try:
+        import matplotlib
+    except ImportError:
+        raise DependencyError(
+            "drawing plots needs matplotlib, which is not installed; pip install "
+            "'phasebench[plots]' (or leave out the option that asks for plots)"
+        ) from None
+    matplotlib.use("Agg", force=True)
+    return matplotlib
 
 
 def _slug(text: str) -> str:
@@ -166,9 +180,7 @@ def plot_stacked_profiles(
     """One figure of per-phase profiles stacked one panel per report entry (``(label, entry)``),
     sharing the phase axis; dotted lines mark the multiples of each panel's stride. Written as
     ``<stem>.png`` and ``<stem>.svg`` (the stride sweep's figure)."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=True)
+    matplotlib = _matplotlib()
     import matplotlib.pyplot as plt
     import numpy as np
 

@@ -15,7 +15,6 @@ __all__ = [
     "LENGTH_PHASE_FIELDS",
     "ROW_FIELDS",
     "config_length",
-    "paired_unit",
     "row_problem",
     "row_schema",
 ]
@@ -88,17 +87,3 @@ def config_length(row: Mapping[str, Any]) -> int:
     prompt of a config has the same token count, ``config_length`` for code, whose prompts grow
     with the padding sweep."""
     return int(row.get("config_length", row["length"]))
-
-
-def paired_unit(row: Mapping[str, Any]) -> str:
-    """What is paired across phases, as the row's family declares it
-    (:meth:`phasebench.families.Family.paired_unit`): a base item at one config length (kv,
-    niah: ``"4096/17"``), or one (item, padding style) sweep at one config length (code, whose
-    16 padding lengths visit each phase 16/P times: ``"0/cast-0003/comment_dash"``).
-
-    Units are strings and the statistics order the rows of a phase matrix by sorting them, so
-    every consumer resamples the same rows (the order of the bootstrap and permutation streams
-    is part of the numbers)."""
-    from phasebench.families import get_family
-
-    return get_family(str(row["family"])).paired_unit(row)

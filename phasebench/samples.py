@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from phasebench.errors import LogError, SamplesError
-from phasebench.rows import config_length, paired_unit
+from phasebench.families import paired_unit
+from phasebench.rows import config_length
 from phasebench.stats.records import ScoredRecord
 
 __all__ = [

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 from phasebench.errors import SpecError
+from phasebench.families import DEFAULT_N_BASE
 
 #: The length-phase axis: each base item rendered at P consecutive total lengths with its
 #: needle fixed (``only``), or at every (needle phase, length phase) pair (``crossed``).
@@ -25,6 +26,10 @@ LENGTH_PHASES: tuple[str, ...] = get_args(LengthPhases)
 TOKENIZER_ARG_NAMES = ("revision", "subfolder", "gguf_file", "add_bos_token", "trust_remote_code")
 
 MAX_LENGTH = 4 * 1024 * 1024
+#: The phase modulus P when none is asked for (covers strides 1, 2, 4 and 8); every other
+#: default modulus (the command line, the lm-eval tasks, the probe) reads it from here.
+DEFAULT_MODULUS = 8
+
 #: Budget of one config, checked when a spec is made, before anything is planned: its rows and
 #: its prompt tokens (rows x prompt length). The largest documented config, 128K tokens x 256
 #: base items x 8 phases, is 2,048 rows and 2^28 tokens; the limits leave room for 4 times that.
@@ -32,8 +37,9 @@ MAX_ROWS = 1 << 20
 MAX_TOKENS = 1 << 30
 #: Peak resident memory of building one config, for the estimate checked before any work:
 #: the interpreter with its libraries, plus a per-token cost of the longest prompt (its exact
-#: encoding with offsets and the filler tables). Measured with ``work/mem_probe.sh`` (peak RSS
-#: of ``generate``, n_base 4, modulus 2, shared 2-core machine) between 256K and 1M tokens:
+#: encoding with offsets and the filler tables). Measured by
+#: ``benchmarks/results/generate-memory/mem_probe.sh`` (peak RSS of ``generate``, n_base 4,
+#: modulus 2, shared 2-core machine) between 256K and 1M tokens:
 #: kv 1.09, niah 1.27, code 1.43 KiB per token, about 420 MiB at the start; rounded up.
 MEMORY_BASE = 512 << 20
 MEMORY_PER_TOKEN = 1536
@@ -69,8 +75,8 @@ class SplitSpec:
 
     family: str
     length: int
-    modulus: int = 8
-    n_base: int = 256
+    modulus: int = DEFAULT_MODULUS
+    n_base: int = DEFAULT_N_BASE
     seed: int = 0
     tokenizer: str = "deepseek-v4"
     tokenizer_args: tuple[tuple[str, str], ...] = ()

@@ -13,7 +13,6 @@ import subprocess
 import sys
 
 import pytest
-import yaml
 
 from phasebench import families
 from phasebench.cli import main
@@ -95,7 +94,7 @@ def _task_folder(folder):
     """The family's lm-eval task: kv's YAML under the family's own name, beside the shared
     YAML and the hooks shim (as ``tasks/`` has them)."""
     folder.mkdir()
-    for name in ("_phasebench_common.yaml", "phasebench_hooks.py"):
+    for name in ("_phasebench_common.yaml", "_phasebench_answer.yaml", "phasebench_hooks.py"):
         (folder / name).write_text((ROOT / "tasks" / name).read_text())
     kv = (ROOT / "tasks" / "phasebench_kv.yaml").read_text()
     text = kv.replace("task: phasebench_kv", f"task: phasebench_{NAME}")
@@ -134,7 +133,7 @@ def test_built_in_declarations():
     assert kv.paired_unit({"family": "kv", "length": 4096, "base_id": 17}) == "4096/17"
     with pytest.raises(SpecError, match="must be one of kv, niah, code"):
         families.get_family("nope")
-    with pytest.raises(SpecError, match="already known"):
+    with pytest.raises(SpecError, match="already declared"):
         families.register(dataclasses.replace(kv))
     with pytest.raises(SpecError, match="built-in"):
         families.unregister("kv")
@@ -142,8 +141,11 @@ def test_built_in_declarations():
 
 @pytest.mark.parametrize("name", families.BUILTIN)
 def test_each_task_yaml_matches_its_declaration(name):
+    # the task as lm-eval reads it, its includes merged
+    from lm_eval.tasks._yaml_loader import load_yaml
+
     family = families.get_family(name)
-    task = yaml.safe_load((ROOT / "tasks" / f"{family.task}.yaml").read_text())
+    task = load_yaml(ROOT / "tasks" / f"{family.task}.yaml", resolve_func=False, recursive=True)
     assert task["task"] == family.task and task["dataset_kwargs"] == {"family": name}
     assert task["output_type"] == family.output_type
     listed = {m["metric"] for m in task.get("metric_list", [])}  # else the shared YAML's acc

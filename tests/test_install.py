@@ -66,6 +66,7 @@ def test_tasks_dir_is_inside_the_installed_package(installed):
         "phasebench_niah.yaml",
         "phasebench_code.yaml",
         "_phasebench_common.yaml",
+        "_phasebench_answer.yaml",
         "phasebench_hooks.py",
         "README.md",
     } <= names

@@ -14,11 +14,12 @@ PACKAGE = Path(__file__).resolve().parent.parent / "phasebench"
 #: Lowest first. A module may import from its own layer and those below it, never above.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("phasebench._version", "phasebench.errors", "phasebench.rng",
-              "phasebench.resources", "phasebench.templates", "phasebench.atomic")),
+              "phasebench.resources", "phasebench.templates", "phasebench.atomic",
+              "phasebench.registry")),
     ("core", ("phasebench.specs", "phasebench.rows", "phasebench.tokenization",
               "phasebench.tokenizer_behaviour",
               "phasebench.placement", "phasebench.families", "phasebench.build",
-              "phasebench.verification", "phasebench.show")),
+              "phasebench.verification", "phasebench.inspection")),
     ("analysis", ("phasebench.metrics", "phasebench.stats")),
     ("formats", ("phasebench.samples",)),
     ("report", ("phasebench.report", "phasebench.plots")),
@@ -50,8 +51,12 @@ def modules() -> dict[str, Path]:
 
 
 def imports(path: Path) -> list[tuple[int, str]]:
+    return _imports_of(ast.parse(path.read_text(encoding="utf-8")))
+
+
+def _imports_of(tree: ast.AST) -> list[tuple[int, str]]:
     found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found += [(node.lineno, alias.name) for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -59,6 +64,70 @@ def imports(path: Path) -> list[tuple[int, str]]:
             # ``from phasebench import stats`` imports the submodule phasebench.stats
             if node.module == "phasebench":
                 found += [(node.lineno, f"phasebench.{a.name}") for a in node.names]
+    return found
+
+
+def _type_checking_only(node: ast.AST) -> bool:
+    test = node.test if isinstance(node, ast.If) else None
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def runtime_imports(path: Path) -> list[tuple[int, str]]:
+    """:func:`imports` less those under ``if TYPE_CHECKING:`` (annotations only: they never
+    run, so they cannot close a circle)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if _type_checking_only(node):
+            node.body = []
+    return _imports_of(tree)
+
+
+def import_graph(found: dict[str, Path]) -> dict[str, set[str]]:
+    """Module -> the package modules it imports when it runs (a ``from a.b import c`` counts
+    as ``a.b``, or as ``a.b.c`` where that is a module)."""
+    graph: dict[str, set[str]] = {}
+    for name, path in found.items():
+        targets = set()
+        for _, target in runtime_imports(path):
+            while target and target not in found:
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                targets.add(target)
+        graph[name] = targets
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected sets of more than one module (Tarjan): each is an import circle."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for other in sorted(graph.get(node, ())):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
     return found
 
 
@@ -83,6 +152,29 @@ def test_layers_only_import_downward():
                     f"{target} ({LAYERS[theirs][0]})"
                 )
     assert not upward, "\n".join(upward)
+
+
+def test_no_import_circle():
+    """Within a layer imports may go either way, but never round: two modules that import each
+    other (even inside a function) are one module split in two, and whichever loads first sees
+    the other half-built. Facade packages re-export lazily, so ``phasebench`` itself is left out
+    (it imports from every layer by design)."""
+    found = {name: path for name, path in modules().items() if name != "phasebench"}
+    assert not circles(import_graph(found)), circles(import_graph(found))
+
+
+def test_the_circle_check_sees_a_circle(tmp_path):
+    """The checker itself: a function-level import back is a circle, a TYPE_CHECKING one is not."""
+    (tmp_path / "a.py").write_text("from phasebench.b import f\n")
+    (tmp_path / "b.py").write_text("def f():\n    from phasebench.a import g\n")
+    (tmp_path / "c.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from phasebench.a import g\n"
+    )
+    (tmp_path / "d.py").write_text("from phasebench.c import h\n")
+    found = {f"phasebench.{n}": tmp_path / f"{n}.py" for n in "abcd"}
+    graph = import_graph(found)
+    assert circles(graph) == [["phasebench.a", "phasebench.b"]]
+    assert graph["phasebench.c"] == set()
 
 
 @pytest.mark.parametrize("forbidden", ["argparse", "print"])

@@ -357,16 +357,6 @@ def test_cli_validate_reports_and_exits_1(
     assert main(["leaderboard", "validate", str(tmp_path / "nope")]) == 2
 
 
-def test_shipped_copies_are_identical():
-    package = ROOT / "phasebench" / "leaderboard"
-    assert (package / "submission.schema.json").read_bytes() == (
-        ROOT / "leaderboard" / "submission.schema.json"
-    ).read_bytes()
-    assert (package / "reported_results.json").read_bytes() == (
-        ROOT / "leaderboard" / "reported" / "reported_results.json"
-    ).read_bytes()
-
-
 def test_sample_size_caps_apply_to_decompressed_bytes(tmp_path, submission_rows, regen_cache):
     from phasebench.samples import ReadLimits
 

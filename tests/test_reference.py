@@ -53,7 +53,7 @@ def test_phasebench_builds_exact_kv_splits_for_the_reference_tokenizer(tok):
     plan = kv.prepare(spec, tok)  # checks every seam kind and one prompt on the exact path
     rows = list(plan.render(range(2)))
     for row in rows:
-        kv.exact_check(plan, row)
+        kv.FAMILY.exact_check(plan, row)
         assert "[UNK]" not in tok.hf.convert_ids_to_tokens(tok.encode(row["prompt"]))
     assert sorted(r["phase"] for r in rows[:8]) == list(range(8))
 

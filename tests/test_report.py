@@ -171,6 +171,27 @@ def test_plots_are_png_and_svg_and_byte_identical(simulated, simulated_report, t
     assert (out / "p" / first[0]).read_bytes()[:4] == b"\x89PNG"
 
 
+def test_plots_without_matplotlib_are_one_line_and_write_nothing(simulated, tmp_path):
+    """matplotlib is an extra: where it cannot be imported (``sys.modules[...] = None`` makes
+    every import of it fail, as on a machine without it), ``report --plots`` says which extra to
+    install in one line (exit 3: the machine lacks a package), and neither the JSON nor a plot
+    is written."""
+    code = (
+        "import sys; sys.modules['matplotlib'] = None\n"
+        "from phasebench.cli import main\n"
+        "sys.exit(main(sys.argv[1:]))"
+    )
+    args = ["report", str(simulated), "--json", str(tmp_path / "r.json"), "--plots",
+            str(tmp_path / "p"), "--n-boot", "0", "--n-perm", "0"]  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *args], env=_env(), capture_output=True, text=True
+    )
+    assert proc.returncode == 3, proc.stderr
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert "phasebench[plots]" in proc.stderr
+    assert not (tmp_path / "r.json").exists() and not (tmp_path / "p").exists()
+
+
 def test_power_command_prints_the_library_answer(capsys):
     assert main(["power", "--acc", "0.9", "--gap", "0.06", "--modulus", "8"]) == 0
     out = capsys.readouterr().out

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from phasebench.cli import _args
+from phasebench.specs import DEFAULT_MODULUS
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -40,7 +41,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "default 0 for code, required otherwise)",
     )
     gen.add_argument(
-        "--modulus", type=int, default=8, help="phase modulus P (phase = anchor index mod P)"
+        "--modulus",
+        type=int,
+        default=DEFAULT_MODULUS,
+        help="phase modulus P (phase = anchor index mod P)",
     )
     gen.add_argument(
         "--n-base",

@@ -22,7 +22,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from phasebench.build import config_folders
-    from phasebench.show import inspect_config
+    from phasebench.inspection import inspect_config
 
     color = sys.stdout.isatty() and not args.no_color
     for folder in config_folders(args.path):

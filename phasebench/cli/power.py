@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+from phasebench.metrics import ALPHA
+from phasebench.specs import DEFAULT_MODULUS
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
 
@@ -15,8 +18,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     pw.add_argument("--acc", type=float, required=True, help="average accuracy, e.g. 0.9")
     pw.add_argument("--gap", type=float, required=True, help="best - worst phase, e.g. 0.06")
-    pw.add_argument("--modulus", type=int, default=8, help="phase modulus")
-    pw.add_argument("--alpha", type=float, default=0.05, help="significance level")
+    pw.add_argument("--modulus", type=int, default=DEFAULT_MODULUS, help="phase modulus")
+    pw.add_argument("--alpha", type=float, default=ALPHA, help="significance level")
     pw.add_argument("--power", type=float, default=0.8, help="wanted power")
     pw.set_defaults(run=run)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from phasebench.cli import _args
+from phasebench.specs import DEFAULT_MODULUS
 
 
 def _choices(text: str) -> tuple[str, ...]:
@@ -64,7 +65,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     pr.add_argument(
         "--modulus",
         type=_args.positive_int,
-        default=8,
+        default=DEFAULT_MODULUS,
         help="phase modulus P (8 covers strides 2, 4, 8)",
     )
     pr.add_argument(

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from phasebench.errors import SpecError
+from phasebench.registry import Registry
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -29,14 +30,19 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BUILTIN",
+    "DEFAULT_N_BASE",
     "Family",
     "SplitPlan",
     "get_family",
     "names",
+    "paired_unit",
     "register",
     "task_name",
     "unregister",
 ]
+
+#: Base items per config when neither the spec nor the family names a number.
+DEFAULT_N_BASE = 256
 
 #: The shortest ``length`` a family whose ``length`` is the prompt's token count accepts.
 MIN_LENGTH = 64
@@ -108,7 +114,7 @@ class Family:
     check_spec: Callable[[SplitSpec], None] | None = None
     output_type: OutputType = "generate_until"
     extra_fields: tuple[tuple[str, pa.DataType], ...] = ()
-    default_n_base: int = 256
+    default_n_base: int = DEFAULT_N_BASE
     unit_fields: tuple[str, ...] = ("base_id",)
     rows_per_item: int | None = None
     extra_prompt_tokens: int = 0
@@ -164,7 +170,20 @@ _MODULES: dict[str, str] = {
 }
 #: The families phasebench ships (the lm-eval group ``phasebench`` runs their tasks).
 BUILTIN: tuple[str, ...] = tuple(_MODULES)
-_LOADED: dict[str, Family] = {}
+#: The families declared so far (a built-in one once its module is imported).
+_LOADED: Registry[Family] = Registry("family", SpecError)
+
+
+def paired_unit(row: Mapping[str, Any]) -> str:
+    """What is paired across phases, as the row's family declares it
+    (:meth:`Family.paired_unit`): a base item at one config length (kv,
+    niah: ``"4096/17"``), or one (item, padding style) sweep at one config length (code, whose
+    16 padding lengths visit each phase 16/P times: ``"0/cast-0003/comment_dash"``).
+
+    Units are strings and the statistics order the rows of a phase matrix by sorting them, so
+    every consumer resamples the same rows (the order of the bootstrap and permutation streams
+    is part of the numbers)."""
+    return get_family(str(row["family"])).paired_unit(row)
 
 
 def task_name(family: str) -> str:
@@ -182,10 +201,10 @@ def register(family: Family, module: str | None = None) -> Family:
     a process that looks it up by name (default: the module of ``family.prepare``)."""
     if not isinstance(family, Family):
         raise SpecError(f"a family is declared as a Family (got {type(family).__name__})")
-    if family.name in _MODULES and _LOADED.get(family.name) is not family:
-        raise SpecError(f"a family named {family.name!r} is already known")
+    if family.name in _MODULES:
+        get_family(family.name)  # a built-in one is declared by importing its module
+    _LOADED.add(family, [family.name])
     _MODULES[family.name] = module or family.prepare.__module__
-    _LOADED[family.name] = family
     return family
 
 
@@ -193,16 +212,19 @@ def unregister(name: str) -> None:
     """Forget a registered family (tests); the built-in ones cannot be removed."""
     if name in BUILTIN:
         raise SpecError(f"{name!r} is a built-in family")
+    found = _LOADED.get(name)
+    if found is not None:
+        _LOADED.remove(found)
     _MODULES.pop(name, None)
-    _LOADED.pop(name, None)
 
 
 def get_family(spec: SplitSpec | str) -> Family:
     """The declaration of ``spec``'s family, or of the family named so (its module imported on
     first use); an unknown name is refused with the list of known ones."""
     name = spec if isinstance(spec, str) else spec.family
-    if name not in _LOADED:
+    found = _LOADED.get(name)
+    if found is None:
         if name not in _MODULES:
             raise SpecError(f"'family' must be one of {', '.join(_MODULES)} (got {name!r})")
-        _LOADED[name] = importlib.import_module(_MODULES[name]).FAMILY
-    return _LOADED[name]
+        found = _LOADED.add(importlib.import_module(_MODULES[name]).FAMILY, [name])
+    return found

@@ -14,11 +14,9 @@ from __future__ import annotations
 import numpy as np
 
 from phasebench import templates
-from phasebench.families import Family
 from phasebench.families import needle as engine
 from phasebench.rng import derive_rng
 from phasebench.specs import SplitSpec
-from phasebench.tokenization import PhaseTokenizer
 
 KEY_SPACE = 26**3 * 1000
 _LETTERS = np.array(list("abcdefghijklmnopqrstuvwxyz"))
@@ -77,27 +75,6 @@ def needle(key: str, value: str) -> engine.Needle:
     )
 
 
-def verify_row(tok: PhaseTokenizer, row: dict) -> list[str]:
-    """The engine's exact-path checks, and the needle read back from the prompt: the record
-    for the row's key states the row's answer, and the question asks for that key."""
-    return engine.verify_row(tok, row) + engine.needle_problems(
-        row, needle(row["needle_key"], row["answer"])
-    )
-
-
-exact_check = engine.exact_check
-verify_config = engine.verify_config
-
-
-#: The spec's own rules, checked before any tokenizer loads (``phasebench eval``).
-check_spec = engine.check_spec
-
-
-def prepare(spec: SplitSpec, tok: PhaseTokenizer) -> engine.NeedlePlan:
-    """Plan the config and check its seams and one whole prompt on the exact path."""
-    return engine.prepare(spec, tok, content(spec))
-
-
 def describe(plan: engine.NeedlePlan) -> dict:
     records = [len(it.body) + 1 for it in plan.items]
     return {
@@ -107,16 +84,12 @@ def describe(plan: engine.NeedlePlan) -> dict:
     }
 
 
-FAMILY = Family(
-    name="kv",
-    prepare=prepare,
-    exact_check=exact_check,
-    verify_row=verify_row,
-    verify_config=verify_config,
+FAMILY = engine.needle_family(
+    "kv",
+    content=lambda spec, tok: content(spec),
+    needle=needle,
     describe=describe,
-    check_spec=check_spec,
-    default_n_base=256,
-    hub_task_category="question-answering",
-    hub_task_id="extractive-qa",
     hub_tag="key-value-retrieval",
 )
+#: Plan a config (:func:`phasebench.families.needle.prepare` on kv's content).
+prepare = FAMILY.prepare

@@ -11,8 +11,11 @@ text's start, every other piece as it encodes inside a prompt)::
 of piece counts (the fast path); every chunk re-encodes one whole prompt on the exact path, and
 ``verify`` re-encodes all of them.
 
-A family supplies a :class:`NeedleContent`: the header, a pool of body pieces and a way to draw
-needles. Everything random comes from streams derived from (seed, family, length, ...).
+A family is this engine configured, not copied (:func:`needle_family`): it supplies a
+:class:`NeedleContent` (the header, a pool of body pieces and a way to draw needles), how its
+needle and question read for a key and value, and what its manifest says; the engine does the
+planning, the seam and exact-path checks, the row and config verification. Everything random
+comes from streams derived from (seed, family, length, ...).
 """
 
 from __future__ import annotations
@@ -20,10 +23,12 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from phasebench.errors import AssemblyError, SpecError
+from phasebench.families import Family
 from phasebench.placement import (
     EXTRA_MULTIPLES,
     TOLERANCE,
@@ -449,3 +454,40 @@ def verify_config(spec: SplitSpec, meta: dict) -> list[str]:
         if any(len(a) != 1 for a in by_needle.values()):
             problems.append(f"base item {b}: the anchor moves with the length phase")
     return problems
+
+
+def needle_family(
+    name: str,
+    content: Callable[[SplitSpec, PhaseTokenizer], NeedleContent],
+    needle: Callable[[str, str], Needle],
+    describe: Callable[[NeedlePlan], dict],
+    **facts: Any,
+) -> Family:
+    """A needle family's :class:`~phasebench.families.Family`: ``content(spec, tok)`` is what
+    its prompts are made of; ``needle(key, value)`` how its needle and question read (every
+    verified row's needle is read back against it); ``describe(plan)`` the facts its manifest
+    adds; ``facts`` the rest of its record (its Hub tag, ``takes_haystack``, ...). Planning,
+    the spec's own rules, the exact-path checks and the config checks are the engine's, and
+    so is the Hub task: a question answered by a span of the prompt (extractive QA)."""
+
+    def prepare_config(spec: SplitSpec, tok: PhaseTokenizer) -> NeedlePlan:
+        """Plan the config and check its seams and one whole prompt on the exact path."""
+        return prepare(spec, tok, content(spec, tok))
+
+    def verify_needle_row(tok: PhaseTokenizer, row: dict) -> list[str]:
+        """The engine's exact-path checks, and the needle read back from the prompt: the
+        needle for the row's key states the row's answer, and the question asks for that key."""
+        return verify_row(tok, row) + needle_problems(row, needle(row["needle_key"], row["answer"]))
+
+    for declared in (prepare_config, verify_needle_row):
+        declared.__module__ = content.__module__  # where the family is declared (``register``)
+    return Family(
+        name=name,
+        prepare=prepare_config,
+        exact_check=exact_check,
+        verify_row=verify_needle_row,
+        verify_config=verify_config,
+        describe=describe,
+        check_spec=check_spec,
+        **{"hub_task_category": "question-answering", "hub_task_id": "extractive-qa", **facts},
+    )

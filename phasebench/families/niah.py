@@ -31,7 +31,6 @@ import yaml
 
 from phasebench import templates
 from phasebench.errors import AssemblyError, SpecError
-from phasebench.families import Family
 from phasebench.families import needle as engine
 from phasebench.rng import derive_rng
 from phasebench.specs import SplitSpec
@@ -263,27 +262,6 @@ def needle(key: str, value: str) -> engine.Needle:
     )
 
 
-def verify_row(tok: PhaseTokenizer, row: dict) -> list[str]:
-    """The engine's exact-path checks, and the needle read back from the prompt: the sentence
-    for the row's key states the row's answer, and the question asks for that key."""
-    return engine.verify_row(tok, row) + engine.needle_problems(
-        row, needle(row["needle_key"], row["answer"])
-    )
-
-
-exact_check = engine.exact_check
-verify_config = engine.verify_config
-
-
-#: The spec's own rules, checked before any tokenizer loads (``phasebench eval``).
-check_spec = engine.check_spec
-
-
-def prepare(spec: SplitSpec, tok: PhaseTokenizer) -> engine.NeedlePlan:
-    """Plan the config and check its seams and one whole prompt on the exact path."""
-    return engine.prepare(spec, tok, content(spec, tok))
-
-
 def distinct_ngram_share(ids: list[int], n: int = 4) -> float:
     """Share of distinct token n-grams among all n-grams: 1.0 never repeats, near 0 loops."""
     if len(ids) < n:
@@ -310,17 +288,13 @@ def describe(plan: engine.NeedlePlan) -> dict:
     }
 
 
-FAMILY = Family(
-    name="niah",
-    prepare=prepare,
-    exact_check=exact_check,
-    verify_row=verify_row,
-    verify_config=verify_config,
+FAMILY = engine.needle_family(
+    "niah",
+    content=content,
+    needle=needle,
     describe=describe,
-    check_spec=check_spec,
-    default_n_base=256,
     takes_haystack=True,
-    hub_task_category="question-answering",
-    hub_task_id="extractive-qa",
     hub_tag="needle-in-a-haystack",
 )
+#: Plan a config (:func:`phasebench.families.needle.prepare` on niah's content).
+prepare = FAMILY.prepare

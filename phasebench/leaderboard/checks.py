@@ -12,11 +12,12 @@ from typing import Any
 import pandas as pd
 
 from phasebench.errors import MachineError, PhasebenchError, SamplesError
+from phasebench.families import paired_unit
 from phasebench.leaderboard.collect import RawSubmission, Refused
 from phasebench.leaderboard.regenerate import Regenerator
 from phasebench.lmeval.compat import DEFAULT_MAX_GEN_TOKS, doc_hash, hash_string
 from phasebench.lmeval.data import relabel
-from phasebench.rows import config_length, paired_unit
+from phasebench.rows import config_length
 from phasebench.samples import SERVED_KEY, served_label, served_state, served_verified_share
 from phasebench.tokenizer_behaviour import provenance_difference
 

@@ -99,7 +99,9 @@ def _tokens(value: Any) -> str:
 
 #: The project's source repository and the study it follows; every page links to both.
 REPOSITORY = "https://github.com/phasebench/phasebench"
-PAPER = "https://arxiv.org/abs/2609.36322"
+#: The study the benchmark follows: its arXiv id, shown on the site, and its page.
+ARXIV_ID = "2609.36322"
+PAPER = f"https://arxiv.org/abs/{ARXIV_ID}"
 HUB = "https://huggingface.co"
 #: A board page shows its first rows only until the visitor asks for all of them.
 TOP_N = 100
@@ -190,6 +192,7 @@ def render_site(
         "version": board.get("phasebench_version", __version__),
         "repository": repository,
         "paper": PAPER,
+        "arxiv": ARXIV_ID,
         "n_perm": (board.get("method") or {}).get("n_perm"),
     }
     env.globals.update(site=site, hub_url=hub_url)

@@ -30,8 +30,8 @@ import pandas as pd
 from phasebench import metrics
 from phasebench._version import __version__
 from phasebench.atomic import atomic_file, atomic_write_text, make_folder
+from phasebench.leaderboard.summaries import board_summary
 from phasebench.leaderboard.validate import Outcome, Submission
-from phasebench.samples import ScoredRecord
 
 REPORTED_NOTE = "reported, not reproduced"
 #: ``evidence`` of a row, and what the site says about it.
@@ -73,27 +73,6 @@ def evidence(sub: Submission) -> tuple[str, dict[str, str] | None]:
     return RECOMPUTED, None
 
 
-def _board_summary(frame: pd.DataFrame) -> dict[str, Any]:
-    """Every number of one submission's samples for one (task, length): the scored records
-    through :func:`phasebench.stats.summarize_samples`, the function the lm-eval aggregates
-    and ``phasebench report`` use, with the same settings, so all three agree."""
-    records = []
-    for r in frame.itertuples(index=False):
-        lp = getattr(r, "length_phase", None)  # NaN or None: the length axis did not run
-        records.append(
-            ScoredRecord(int(r.length), int(r.modulus), str(r.unit), int(r.phase), float(r.acc),
-                         None if r.margin is None or r.margin != r.margin else float(r.margin),
-                         int(r.pad), None if lp is None or lp != lp else int(lp))
-        )  # fmt: skip
-    from phasebench.stats import summarize_samples
-
-    out = summarize_samples(records, n_boot=metrics.N_BOOT, n_perm=metrics.N_PERM,
-                            seed=metrics.SEED)  # fmt: skip
-    if "margin_sweeps" in out:
-        out["margin_sweeps"]["phase_lock_stride"] = metrics.LOCK_STRIDE
-    return out
-
-
 def exported(summary: Mapping[str, Any]) -> dict[str, Any]:
     """The exported statistics of one board summary, as a leaderboard row carries them: each
     declared statistic's value under its key, its interval under the interval's key, the
@@ -106,16 +85,6 @@ def exported(summary: Mapping[str, Any]) -> dict[str, Any]:
         if stat.interval is not None:
             out[stat.interval] = list(stat.interval_of(summary))
     return out
-
-
-def board_summaries(sub: Submission) -> dict[str, Any]:
-    """:func:`_board_summary` of each of a submission's boards, keyed ``task@length``: what a
-    validating process computes beside its answer, so that boards are scored in parallel and a
-    rebuild reuses them (:class:`~phasebench.leaderboard.validate.Submission` ``summaries``)."""
-    return {
-        f"{task}@{int(length)}": _board_summary(frame)
-        for (task, length), frame in sub.samples.groupby(["task", "length"], sort=True)
-    }
 
 
 def _lacks_a_statistic(summary: Mapping[str, Any]) -> bool:
@@ -168,7 +137,7 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
             if summary is None or _lacks_a_statistic(summary):
                 # not computed by the validating process, or computed where a statistic
                 # registered here is unknown
-                summary = _board_summary(frame)
+                summary = board_summary(frame)
             detail["boards"].append({"task": task, "length": int(length), "summary": summary})
             rows.append(
                 {
@@ -238,8 +207,8 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
 
 
 def load_reported(path: Path | None = None) -> dict[str, Any]:
-    """The published figures (``leaderboard/reported/reported_results.json``, shipped inside the
-    package as ``phasebench/leaderboard/reported_results.json``; a test keeps them identical)."""
+    """The published figures (``phasebench/leaderboard/reported_results.json``, shipped inside
+    the package; the one copy)."""
     if path is not None:
         return json.loads(Path(path).read_text(encoding="utf-8"))
     text = resources.files("phasebench.leaderboard").joinpath("reported_results.json")

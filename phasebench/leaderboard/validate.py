@@ -68,6 +68,7 @@ from phasebench.leaderboard.isolate import Limits, run_many
 from phasebench.leaderboard.provenance import provenance, recorded_time
 from phasebench.leaderboard.regenerate import Regenerator
 from phasebench.leaderboard.schema import check_schema, known_tasks
+from phasebench.leaderboard.summaries import board_summaries
 from phasebench.samples import ReadLimits
 
 
@@ -88,7 +89,7 @@ class Submission:
     #: A maintainer's mark (``by``, ``date``, ``note``) after re-running the model, else None.
     reproduced: dict[str, str] | None = None
     #: The statistics of each board (``task@length``) as
-    #: :func:`~phasebench.leaderboard.score.board_summaries` computes them, when the validating
+    #: :func:`~phasebench.leaderboard.summaries.board_summaries` computes them, when the validating
     #: process computed them (in parallel, and kept with the answer), else None.
     summaries: dict[str, Any] | None = None
 
@@ -260,10 +261,8 @@ def _with_summaries(data: dict[str, Any]) -> dict[str, Any]:
     """An accepted answer with its boards' statistics, computed here (in the validating
     process, so in parallel, and kept with the answer) from the samples exactly as the parent
     will read them back."""
-    from phasebench.leaderboard.score import board_summaries
-
     sub = Submission.from_data(json.loads(json.dumps(data, allow_nan=False)))
-    sub.summaries = board_summaries(sub)
+    sub.summaries = board_summaries(sub.samples)
     return sub.to_data()
 
 

@@ -23,7 +23,7 @@ from phasebench._version import GENERATOR_VERSION
 from phasebench.atomic import remove_entry, staged_folder
 from phasebench.errors import EvalError, SpecError, SplitError, TokenizerError
 from phasebench.families import get_family
-from phasebench.specs import TOKENIZER_ARG_NAMES, SplitSpec
+from phasebench.specs import DEFAULT_MODULUS, TOKENIZER_ARG_NAMES, SplitSpec
 from phasebench.tokenization import (
     PhaseTokenizer,
     encoding_difference,
@@ -34,7 +34,6 @@ from phasebench.tokenization import (
 log = logging.getLogger(__name__)
 
 DEFAULT_LENGTHS = (4096,)
-DEFAULT_MODULUS = 8
 
 
 def cache_root() -> Path:

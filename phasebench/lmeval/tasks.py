@@ -48,7 +48,8 @@ from phasebench.samples import (
     served_verified_share,
 )
 
-#: ``max_gen_toks`` of the generate_until task YAMLs (a test keeps them equal).
+#: ``max_gen_toks`` of the generate_until tasks, written for lm-eval in
+#: ``tasks/_phasebench_answer.yaml`` (which kv and niah include; a test keeps the two equal).
 MAX_GEN_TOKS = 16
 #: The period ``phase_lock_rate`` tests code margins against (declared in phasebench.metrics).
 DEFAULT_LOCK_STRIDE = metrics.LOCK_STRIDE

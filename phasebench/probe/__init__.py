@@ -14,8 +14,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from phasebench.lmeval.tasks import MAX_GEN_TOKS
 from phasebench.probe.prompt import ProbeError, ProbePrompt, parse_prompt, read_prompt
 from phasebench.probe.shifts import DEFAULT_STYLES, STYLE_NAMES, ShiftPlan, plan_shifts
+from phasebench.specs import DEFAULT_MODULUS
 
 __all__ = [
     "DEFAULT_STYLES",
@@ -36,14 +38,14 @@ def plan_for_model(
     model: str,
     model_args: str,
     *,
-    modulus: int = 8,
+    modulus: int = DEFAULT_MODULUS,
     rounds: int = 4,
     styles: Sequence[str] = DEFAULT_STYLES,
     custom: str | None = None,
     choices: Sequence[str] = (),
     chat: bool = False,
     system: str | None = None,
-    max_gen_toks: int = 16,
+    max_gen_toks: int = MAX_GEN_TOKS,
     progress: Callable[[str], None] | None = None,
 ) -> tuple[ShiftPlan, Any]:
     """The checked shifts for the tokenizer the backend loads (``tokenizer=``, ``pretrained=``
@@ -83,14 +85,14 @@ def run_probe(
     *,
     expect: str | None = None,
     choices: Sequence[str] = (),
-    modulus: int = 8,
+    modulus: int = DEFAULT_MODULUS,
     rounds: int = 4,
     styles: Sequence[str] = DEFAULT_STYLES,
     custom: str | None = None,
     chat: bool = False,
     system: str | None = None,
     device: str | None = None,
-    max_gen_toks: int = 16,
+    max_gen_toks: int = MAX_GEN_TOKS,
     progress: bool = False,
 ):
     """Plan, ask and analyse one probe (a :class:`~phasebench.probe.analysis.ProbeResult`)."""

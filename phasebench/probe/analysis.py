@@ -20,13 +20,9 @@ from typing import Any
 
 import numpy as np
 
+from phasebench.metrics import N_BOOT, N_PERM, SEED
 from phasebench.probe.run import Answer
 from phasebench.probe.shifts import ShiftPlan
-
-#: Permutations and bootstrap replicates of the summary, and its seed.
-N_PERM = 1000
-N_BOOT = 1000
-SEED = 0
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from phasebench.lmeval.harness import API_BACKENDS
+from phasebench.lmeval.tasks import MAX_GEN_TOKS
 from phasebench.lmeval.witness import served_counts
 from phasebench.probe.prompt import QUESTION, ProbeError
 from phasebench.probe.shifts import Rendering, ShiftPlan, check_question_cut, encode_texts
@@ -33,7 +34,6 @@ from phasebench.tokenization import PhaseTokenizer
 #: Stop sequence and generation budget of ``--expect`` and of the plain answer (as the
 #: phasebench kv and niah tasks answer).
 UNTIL = ("\n",)
-MAX_GEN_TOKS = 16
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from typing import Any
 from phasebench.errors import AssemblyError
 from phasebench.families import code
 from phasebench.probe.prompt import BALANCE, QUESTION, SHIFT, ProbeError, ProbePrompt
+from phasebench.specs import DEFAULT_MODULUS
 from phasebench.tokenization import PhaseTokenizer, build_filler_table
 
 FILLER = "filler"
@@ -334,7 +335,7 @@ def plan_shifts(
     tok: PhaseTokenizer,
     prompt: ProbePrompt,
     *,
-    modulus: int = 8,
+    modulus: int = DEFAULT_MODULUS,
     rounds: int = 4,
     styles: Sequence[str] = DEFAULT_STYLES,
     custom: str | None = None,

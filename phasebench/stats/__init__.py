@@ -23,7 +23,7 @@ One module per job: :mod:`~phasebench.stats.intervals` (Wilson, t, the paired bo
 :mod:`~phasebench.stats.crossfit` (the cross-fitted worst phase), :mod:`~phasebench.stats.periods`
 (folds, spectrum, period, phase-lock rate), :mod:`~phasebench.stats.power` (base items needed),
 :mod:`~phasebench.stats.summary` (every statistic of one phase matrix: :func:`summarize`) and
-:mod:`~phasebench.stats.samples` (every number of a set of scored samples:
+:mod:`~phasebench.stats.paired` (every number of a set of scored samples:
 :func:`summarize_samples`, the one entry point the lm-eval aggregates, ``phasebench report`` and
 the leaderboard call). Import from here; the submodules' layout is not part of the API.
 """
@@ -49,7 +49,7 @@ _LAZY = {
     "power_curve": "phasebench.stats.power",
     "power_n_base": "phasebench.stats.power",
     "summarize": "phasebench.stats.summary",
-    "summarize_samples": "phasebench.stats.samples",
+    "summarize_samples": "phasebench.stats.paired",
     "wilson": "phasebench.stats.intervals",
 }
 

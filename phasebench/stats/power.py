@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from phasebench.errors import StatsError
+from phasebench.metrics import ALPHA
 from phasebench.rng import derive_rng
 from phasebench.stats._common import _check_alpha, _check_modulus
 
@@ -14,7 +15,7 @@ def power_curve(
     acc: float,
     gap: float,
     modulus: int,
-    alpha: float = 0.05,
+    alpha: float = ALPHA,
     *,
     n_sim: int = 4000,
     seed: int = 0,
@@ -36,7 +37,7 @@ def power_n_base(
     acc: float,
     gap: float,
     modulus: int,
-    alpha: float = 0.05,
+    alpha: float = ALPHA,
     power: float = 0.8,
     *,
     n_sim: int = 4000,

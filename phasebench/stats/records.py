@@ -15,7 +15,7 @@ class ScoredRecord(NamedTuple):
     #: The sample's config length (:func:`phasebench.rows.config_length`).
     length: int
     modulus: int
-    #: Its paired unit (:func:`phasebench.rows.paired_unit`): one row of the phase matrix.
+    #: Its paired unit (:func:`phasebench.families.paired_unit`): one row of the phase matrix.
     unit: Any
     phase: int
     acc: float

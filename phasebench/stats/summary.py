@@ -125,7 +125,7 @@ class PhaseSummary:
     modulus: int = 0
     n_base: int = 0
     binary: bool = True
-    alpha: float = 0.05
+    alpha: float = ALPHA
     n_boot: int = 0
     n_perm: int = 0
     seed: int = 0

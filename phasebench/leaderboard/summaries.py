@@ -1,0 +1,48 @@
+"""The statistics of one submission's boards, from its validated samples: computed by the
+validating process beside its answer (:mod:`phasebench.leaderboard.validate`) and, where that
+was not done, by the scoring (:mod:`phasebench.leaderboard.score`). Both import it from here,
+so neither imports the other's callers."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from phasebench import metrics
+from phasebench.samples import ScoredRecord
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["board_summaries", "board_summary"]
+
+
+def board_summary(frame: pd.DataFrame) -> dict[str, Any]:
+    """Every number of one submission's samples for one (task, length): the scored records
+    through :func:`phasebench.stats.summarize_samples`, the function the lm-eval aggregates
+    and ``phasebench report`` use, with the same settings, so all three agree."""
+    records = []
+    for r in frame.itertuples(index=False):
+        lp = getattr(r, "length_phase", None)  # NaN or None: the length axis did not run
+        records.append(
+            ScoredRecord(int(r.length), int(r.modulus), str(r.unit), int(r.phase), float(r.acc),
+                         None if r.margin is None or r.margin != r.margin else float(r.margin),
+                         int(r.pad), None if lp is None or lp != lp else int(lp))
+        )  # fmt: skip
+    from phasebench.stats import summarize_samples
+
+    out = summarize_samples(records, n_boot=metrics.N_BOOT, n_perm=metrics.N_PERM,
+                            seed=metrics.SEED)  # fmt: skip
+    if "margin_sweeps" in out:
+        out["margin_sweeps"]["phase_lock_stride"] = metrics.LOCK_STRIDE
+    return out
+
+
+def board_summaries(samples: pd.DataFrame) -> dict[str, Any]:
+    """:func:`board_summary` of each board of a submission's samples (``Submission.samples``),
+    keyed ``task@length``: what a validating process computes beside its answer, so that boards
+    are scored in parallel and a rebuild reuses them
+    (:class:`~phasebench.leaderboard.validate.Submission` ``summaries``)."""
+    return {
+        f"{task}@{int(length)}": board_summary(frame)
+        for (task, length), frame in samples.groupby(["task", "length"], sort=True)
+    }
