@@ -118,6 +118,17 @@ def board_summaries(sub: Submission) -> dict[str, Any]:
     }
 
 
+def _staged_note(provenance: Mapping[str, Any], board: str) -> str:
+    """The mark of a staged run (recomputed by validation), else empty."""
+    mark = (provenance.get("staged") or {}).get(board)
+    if not mark:
+        return ""
+    return (
+        f"staged run: stopped at look {mark['look']} of {mark['looks']} ({mark['n_base']} of "
+        f"{mark['n_base_design']} base items), {mark['verdict']} gap"
+    )
+
+
 def _lacks_a_statistic(summary: Mapping[str, Any]) -> bool:
     """Whether a summary misses a declared statistic computed outside the built-in summary."""
     return any(
@@ -193,11 +204,13 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
                     "date": sub.provenance["date"],
                     "page": page,
                     "reported": False,
-                    "note": "",
+                    "note": _staged_note(sub.provenance, f"{task}@{int(length)}"),
                     "evidence": checked,
                     "reproduced": mark,
                 }
             )
+            if staged := (sub.provenance.get("staged") or {}).get(f"{task}@{int(length)}"):
+                rows[-1]["staged"] = staged  # recomputed by validation, never the submitter's
         models[page] = detail
     rows = [_clean(r) for r in rows]
     for board in sorted({r["board"] for r in rows}):
