@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from phasebench.errors import EvalError
+from phasebench.errors import DependencyError, EvalError
 from phasebench.stats.sequential import Decision
 
 #: The file beside lm-eval's output that records a staged run.
@@ -143,6 +143,13 @@ def run_staged(
 
     if futility_gap is not None and not 0 < futility_gap < 1:
         raise EvalError(f"--futility_gap is a fraction in (0, 1), e.g. 0.3 (got {futility_gap})")
+    import importlib.util
+
+    if importlib.util.find_spec("sqlitedict") is None:  # lm-eval's --use_cache needs it
+        raise DependencyError(
+            "--staged sends each prompt once through lm-eval's --use_cache, which needs "
+            "sqlitedict (a dependency of lm-eval): pip install sqlitedict"
+        )
     say = on_event or (lambda line: None)
     args = list(argv)
     if args and args[0] == "run":
