@@ -18,7 +18,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("core", ("phasebench.specs", "phasebench.rows", "phasebench.tokenization",
               "phasebench.tokenizer_behaviour",
               "phasebench.placement", "phasebench.families", "phasebench.build",
-              "phasebench.verification", "phasebench.show")),
+              "phasebench.verification", "phasebench.show", "phasebench.prefill")),
     ("analysis", ("phasebench.metrics", "phasebench.stats")),
     ("formats", ("phasebench.samples",)),
     ("report", ("phasebench.report", "phasebench.plots")),
