@@ -9,6 +9,9 @@ goes through ``phasebench.lmeval.staged.run_staged`` in this process.
 
     python benchmarks/staged_demo.py OUT [--variant mean-w8s4] [--futility 0.3]
 
+At the end the staged run is packed as a leaderboard submission, validated and scored: the
+board's mark, recomputed from the samples, is printed.
+
 OUT must not exist or be empty. Needs the reference extra (torch) and lm-eval with sqlitedict
 (``--use_cache``).
 """
@@ -78,6 +81,29 @@ def main() -> None:
     same = (d.verdict == "significant") == bool(entry["significant"])
     print(f"same verdict as the full run: {'yes' if same else 'NO'}")
     print(f"record: {staged.record.relative_to(args.out)}")
+    print(f"leaderboard: {board_mark(staged.samples_files[0].parent, args.out, args.variant)}")
+
+
+def board_mark(run: Path, out: Path, variant: str) -> str:
+    """Pack the staged run as a submission, validate and score it: the board's own mark."""
+    import yaml
+
+    from phasebench.leaderboard.pack import pack
+    from phasebench.leaderboard.score import score
+    from phasebench.leaderboard.validate import validate_all
+
+    meta = {"model": f"phasebench/ref-{variant}", "revision": "0" * 40, "precision": "float32",
+            "backend": "hf", "kv_cache": "chunked: window 8 stride 4, mean pooling",
+            "chat_template": False, "license": "Apache-2.0", "contact": "staged demo",
+            "max_length": 2048, "tokenizer": {"name": "phasebench-ref"}}  # fmt: skip
+    meta_file = out / "submission.yaml"
+    meta_file.write_text(yaml.safe_dump(meta, sort_keys=True))
+    pack(run, out / "submissions" / f"phasebench__ref-{variant}" / ("0" * 40), meta_file)
+    outcome = validate_all(out / "submissions", cache=out / "validate-cache")
+    if not outcome.accepted:
+        return "REFUSED " + " ".join(outcome.report_lines())
+    (row,) = score(outcome)["rows"]
+    return f"accepted, n_base {row['n_base']}; note: {row['note']}"
 
 
 if __name__ == "__main__":
