@@ -135,6 +135,8 @@ def run_staged(
     """Run the looks of ``argv`` (lm-eval ``run`` arguments, as ``phasebench eval`` takes them)
     until the design stops; ``futility_gap`` (a fraction) also stops when the gap's interval
     ends below it."""
+    import importlib.util
+
     from phasebench.atomic import atomic_write_text, make_folder
     from phasebench.lmeval import compat
     from phasebench.lmeval.harness import output_folder, run_eval
@@ -143,19 +145,17 @@ def run_staged(
 
     if futility_gap is not None and not 0 < futility_gap < 1:
         raise EvalError(f"--futility_gap is a fraction in (0, 1), e.g. 0.3 (got {futility_gap})")
-    import importlib.util
-
-    if importlib.util.find_spec("sqlitedict") is None:  # lm-eval's --use_cache needs it
-        raise DependencyError(
-            "--staged sends each prompt once through lm-eval's --use_cache, which needs "
-            "sqlitedict (a dependency of lm-eval): pip install sqlitedict"
-        )
     say = on_event or (lambda line: None)
     args = list(argv)
     if args and args[0] == "run":
         args = args[1:]
     ns = compat.parse_run_args(args)
     design = plan(ns)
+    if importlib.util.find_spec("sqlitedict") is None:  # lm-eval's --use_cache needs it
+        raise DependencyError(
+            "--staged sends each prompt once through lm-eval's --use_cache, which needs "
+            "sqlitedict (a dependency of lm-eval): pip install sqlitedict"
+        )
     folder = output_folder(str(ns.output_path))
     if not getattr(ns, "use_cache", None):
         make_folder(folder, "--output_path")
