@@ -19,7 +19,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("core", ("phasebench.specs", "phasebench.rows", "phasebench.tokenization",
               "phasebench.tokenizer_behaviour",
               "phasebench.placement", "phasebench.families", "phasebench.build",
-              "phasebench.verification", "phasebench.inspection")),
+              "phasebench.verification", "phasebench.inspection", "phasebench.prefill")),
     ("analysis", ("phasebench.metrics", "phasebench.stats")),
     ("formats", ("phasebench.samples",)),
     ("report", ("phasebench.report", "phasebench.plots")),

@@ -69,6 +69,14 @@ Before lm-eval starts, phasebench
 After lm-eval's tables, with --log_samples --output_path OUT, it prints phasebench's summary
 (what `phasebench report OUT` prints). docs/tasks.md has the details.
 
+phasebench's own options (taken out before lm-eval parses the rest):
+  --staged            run one task at one length in looks of 1/8, 1/4, 1/2 and all of its base
+                      items (--limit each time, --use_cache so no prompt is sent twice) and stop
+                      when the gap is significant under the calibrated boundary (docs/stats.md);
+                      needs --output_path and --log_samples; writes staged.json beside samples
+  --futility_gap G    with --staged: also stop when the gap's 95% interval ends below G (a
+                      fraction, 0.3 = 30 points)
+
 Task metadata (--metadata JSON):
 {table}
 
@@ -90,7 +98,10 @@ def run(args: argparse.Namespace) -> int:
             return int(exc.code or 0)
         return 0
     register_model_type()  # --model phasebench-kvpress (imported only when a run names it)
-    output = run_eval(args.lm_eval_args)
+    staged, futility_gap, lm_eval_args = _staged_options(args.lm_eval_args)
+    if staged:
+        return _run_staged(lm_eval_args, futility_gap)
+    output = run_eval(lm_eval_args)
     if not output.samples_files:
         print(
             "\nphasebench: per-phase summary (worst phase, gap, p-value, period): run with "
@@ -104,4 +115,43 @@ def run(args: argparse.Namespace) -> int:
     print(render_tables(report), end="")
     where = shlex.quote(str(output.output_path))
     print(f"\nSame numbers, plots and JSON: phasebench report {where} --plots DIR --json FILE")
+    return 0
+
+
+def _staged_options(tokens: list[str]) -> tuple[bool, float | None, list[str]]:
+    """``--staged`` and ``--futility_gap G`` taken out of lm-eval's arguments."""
+    from phasebench.errors import EvalError
+
+    own = argparse.ArgumentParser(add_help=False, allow_abbrev=False, prog="phasebench eval")
+    own.add_argument("--staged", action="store_true")
+    own.add_argument("--futility_gap", type=float, default=None)
+    try:
+        known, rest = own.parse_known_args(tokens)
+    except SystemExit:
+        raise EvalError("--futility_gap takes a fraction, e.g. --futility_gap 0.3") from None
+    if known.futility_gap is not None and not known.staged:
+        raise EvalError("--futility_gap is a rule of a staged run; add --staged")
+    return known.staged, known.futility_gap, rest
+
+
+def _run_staged(lm_eval_args: list[str], futility_gap: float | None) -> int:
+    import shlex
+
+    from phasebench.lmeval.staged import run_staged
+    from phasebench.report import build_report, render_tables, runs_from_files
+
+    result = run_staged(lm_eval_args, futility_gap, on_event=lambda line: print(line, flush=True))
+    report = build_report(runs_from_files(result.samples_files))
+    d = result.decision
+    last = result.looks[-1]
+    print("\nphasebench summary of this run (points, 0-100; intervals 95%):\n")
+    print(render_tables(report), end="")
+    print(
+        f"\nStaged run: stopped at look {d.stage} of {d.n_stages} "
+        f"({last['n_base']} of {result.plan.n_base} base items, {last['prompts']} of "
+        f"{result.plan.n_base * result.plan.rows_per_base} prompts): {d.verdict}, {d.reason}."
+    )
+    print(f"Every look and its numbers: {result.record}")
+    where = shlex.quote(str(result.samples_files[0].parent))
+    print(f"Same numbers, plots and JSON: phasebench report {where} --plots DIR --json FILE")
     return 0

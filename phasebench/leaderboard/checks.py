@@ -15,6 +15,7 @@ from phasebench.errors import MachineError, PhasebenchError, SamplesError
 from phasebench.families import paired_unit
 from phasebench.leaderboard.collect import RawSubmission, Refused
 from phasebench.leaderboard.regenerate import Regenerator
+from phasebench.leaderboard.staged import check_prefix, doc_limit, replay
 from phasebench.lmeval.compat import DEFAULT_MAX_GEN_TOKS, doc_hash, hash_string
 from phasebench.lmeval.data import relabel
 from phasebench.rows import config_length
@@ -53,10 +54,10 @@ def task_configs(raw: RawSubmission, tasks: Mapping[str, str]) -> dict[str, tupl
     return found
 
 
-def _check_limit(task: str, path: Path, results: dict, n_logged: int) -> None:
-    limit = (results.get("config") or {}).get("limit")
-    if limit is not None:
-        raise Refused("limit", path, f"run with --limit {limit}; submit the full split")
+def _check_limit(task: str, path: Path, results: dict, n_logged: int) -> int | None:
+    """The run's ``--limit`` (a staged run's look, checked later against the split), after
+    checking lm-eval's sample counts."""
+    limit = doc_limit(task, path, results)
     counts = (results.get("n-samples") or {}).get(task) or {}
     original, effective = counts.get("original"), counts.get("effective")
     for label, value in (("original", original), ("effective", effective)):
@@ -64,10 +65,11 @@ def _check_limit(task: str, path: Path, results: dict, n_logged: int) -> None:
             raise Refused(
                 "count", path, f"n-samples.{task}.{label} must be a count (got {value!r})"
             )
-    if original != effective:
+    if original != effective and (limit is None or effective != min(limit, original)):
         raise Refused("limit", path, f"{task}: {effective} of {original} samples evaluated")
     if n_logged != effective:
         raise Refused("count", path, f"{task}: {n_logged} samples logged, results say {effective}")
+    return limit
 
 
 #: The fields phasebench.lmeval's ``relabel`` adds to a row of a chat-template run.
@@ -203,13 +205,15 @@ def check_task(
     results: dict,
     regen: Regenerator,
     tok: Any,
-) -> tuple[pd.DataFrame, int]:
+) -> tuple[pd.DataFrame, int, dict[str, Any] | None]:
     """All per-task rules; returns the scored samples (one row per sample: its scored record
-    with task, family and n_base) and the longest sequence the run needed."""
+    with task, family and n_base), the longest sequence the run needed and, for a staged run
+    (``--limit`` at a look of the design), the board's mark recomputed from the samples
+    (:mod:`phasebench.leaderboard.staged`), else None."""
     if task not in raw.samples:
         raise Refused("files", raw.name, f"no samples_{task}_*.jsonl for task {task}")
     path, records = raw.samples[task]
-    _check_limit(task, results_path, results, len(records))
+    limit = _check_limit(task, results_path, results, len(records))
     config = (results.get("configs") or {}).get(task) or {}
     docs = [_check_sample_shape(rec, path, i + 1) for i, rec in enumerate(records)]
     _check_tokenizer(raw, path, docs, tok, config)
@@ -224,9 +228,14 @@ def check_task(
     missing = sorted(set(int(x) for x in lengths_wanted if isinstance(x, int)) - set(by_length))
     if missing:
         raise Refused("count", path, f"{task}: no samples for length(s) {missing}")
+    if limit is not None and len(by_length) != 1:
+        raise Refused("limit", path, f"run with --limit {limit} over several lengths; submit "
+                      "the full split (a staged run has one length)")  # fmt: skip
     context = _TaskContext(raw, task, path, config, tok)
     rows_out: list[dict[str, Any]] = []
     scored: list[dict[str, Any]] = []
+    base_ids: list[int] = []
+    staged = None
     for length, indices in sorted(by_length.items()):
         spec = _spec_for([docs[i] for i in indices], length, results, task, raw.meta, path)
         try:
@@ -265,16 +274,24 @@ def check_task(
                     "length_phase": row.get("length_phase"),
                 }
             )
-        if seen != set(expected):
+            base_ids.append(int(row["base_id"]))
+        if limit is not None and seen != set(expected):
+            bases = check_prefix(task, length, path, spec, expected, seen, limit)
+            staged = replay(task, length, path, rows_out, base_ids, bases, spec)
+        elif seen != set(expected):
             raise Refused(
                 "count",
                 path,
                 f"{task} length {length}: {len(seen)} of {len(expected)} prompts of the split "
                 f"present (every phase of every base item is needed)",
             )
+    if limit is not None and staged is None and limit != len(rows_out):
+        # a --limit that is no look of the staged design (one that sent every prompt is a
+        # whole run)
+        raise Refused("limit", results_path, f"run with --limit {limit}; submit the full split")
     frame = pd.DataFrame(rows_out)
     _check_aggregates(task, results_path, results, frame, scored)
-    return frame, context.longest
+    return frame, context.longest, staged
 
 
 def _check_tokenizer(

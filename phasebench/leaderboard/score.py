@@ -87,6 +87,17 @@ def exported(summary: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _staged_note(provenance: Mapping[str, Any], board: str) -> str:
+    """The mark of a staged run (recomputed by validation), else empty."""
+    mark = (provenance.get("staged") or {}).get(board)
+    if not mark:
+        return ""
+    return (
+        f"staged run: stopped at look {mark['look']} of {mark['looks']} ({mark['n_base']} of "
+        f"{mark['n_base_design']} base items), {mark['verdict']} gap"
+    )
+
+
 def _lacks_a_statistic(summary: Mapping[str, Any]) -> bool:
     """Whether a summary misses a declared statistic computed outside the built-in summary."""
     return any(
@@ -162,11 +173,13 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
                     "date": sub.provenance["date"],
                     "page": page,
                     "reported": False,
-                    "note": "",
+                    "note": _staged_note(sub.provenance, f"{task}@{int(length)}"),
                     "evidence": checked,
                     "reproduced": mark,
                 }
             )
+            if staged := (sub.provenance.get("staged") or {}).get(f"{task}@{int(length)}"):
+                rows[-1]["staged"] = staged  # recomputed by validation, never the submitter's
         models[page] = detail
     rows = [_clean(r) for r in rows]
     for board in sorted({r["board"] for r in rows}):

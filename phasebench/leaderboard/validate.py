@@ -180,11 +180,13 @@ def validate_submission(
         raise
     except PhasebenchError as exc:
         raise Refused("tokenizer", raw.folder / "submission.yaml", f"cannot load: {exc}") from None
-    frames, longest = [], 0
+    frames, longest, staged = [], 0, {}
     for task, (path, results) in sorted(found.items()):
-        frame, need = check_task(raw, task, path, results, regen, tok)
+        frame, need, mark = check_task(raw, task, path, results, regen, tok)
         frames.append(frame)
         longest = max(longest, need)
+        if mark is not None:  # recomputed from the samples: the board marks a staged run
+            staged[f"{task}@{int(frame['length'].iloc[0])}"] = mark
     max_length = raw.meta.get("max_length")
     for _, results in raw.results:
         if isinstance(results.get("max_length"), int) and not isinstance(
@@ -202,6 +204,8 @@ def validate_submission(
         )
     origin = provenance(raw, found)
     origin["max_length"] = max_length
+    if staged:
+        origin["staged"] = staged
     versions = {task: tasks[task] for task in found}
     return Submission(
         raw.name,

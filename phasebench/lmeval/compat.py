@@ -34,6 +34,7 @@ __all__ = [
     "evaluate_and_save",
     "hash_string",
     "parse_model_args",
+    "parse_run_args",
     "record_responses",
     "register_model",
     "request",
@@ -100,6 +101,14 @@ def run_cli(
         stack.enter_context(_model_name(name(namespace) if name is not None else None))
         cli.execute(namespace)
     return namespace
+
+
+def parse_run_args(argv: Sequence[str]) -> Any:
+    """``argv`` (``lm_eval run`` arguments, without ``run``) parsed by lm-eval's own parser,
+    without running anything."""
+    from lm_eval._cli.harness import HarnessCLI
+
+    return HarnessCLI()._parser.parse_args(["run", *argv])
 
 
 @contextlib.contextmanager

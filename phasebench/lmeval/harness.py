@@ -13,7 +13,7 @@ token count for every sample.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -242,7 +242,7 @@ class EvalOutput:
     samples_files: tuple[Path, ...]
 
 
-def _output_folder(output_path: str) -> Path:
+def output_folder(output_path: str) -> Path:
     """Where lm-eval writes its files: ``<output_path>/<model>/``, or beside a ``.json`` path."""
     path = Path(output_path)
     return path.parent if path.suffix == ".json" else path
@@ -251,7 +251,7 @@ def _output_folder(output_path: str) -> Path:
 def _samples_files(output_path: str | None) -> dict[Path, int]:
     if not output_path:
         return {}
-    folder = _output_folder(output_path)
+    folder = output_folder(output_path)
     if not folder.is_dir():
         return {}
     found = {}
@@ -264,9 +264,10 @@ def _samples_files(output_path: str | None) -> dict[Path, int]:
     return found
 
 
-def run_eval(argv: Sequence[str]) -> EvalOutput:
+def run_eval(argv: Sequence[str], adjust: Callable[[Any], None] | None = None) -> EvalOutput:
     """Run lm-eval's CLI on ``argv`` with the phasebench tasks folder included, after
     :func:`prepare` has built the splits and checked that nothing will be truncated.
+    ``adjust`` may change lm-eval's parsed namespace first (a staged run sets ``limit``).
 
     Returns where lm-eval put this run's per-sample logs, found by comparing the output folder
     before and after (lm-eval names them by the moment it saves, which it does not return)."""
@@ -285,6 +286,8 @@ def run_eval(argv: Sequence[str]) -> EvalOutput:
 
     def before(ns: Any) -> None:
         seen.update(_samples_files(getattr(ns, "output_path", None)))
+        if adjust is not None:
+            adjust(ns)
         prepare(ns)
 
     def name(ns: Any) -> str | None:
