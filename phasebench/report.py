@@ -441,6 +441,10 @@ def format_value(stat: metrics.Statistic, value: Any) -> str:
         return "n/a" if value is None else f"{value:.2f}"
     if stat.unit == "phase":
         return "n/a" if value is None else f"phase {value}"
+    if isinstance(value, list):  # several periods, each consistent with the data
+        return " or ".join(str(v) for v in value) if value else "none"
+    if value is None and stat.shown_with is not None:
+        return "-"
     return "none" if value is None else str(value)  # tokens
 
 
@@ -461,6 +465,8 @@ def _shown(stat: metrics.Statistic, entry: Mapping[str, Any]) -> bool:
         return False
     if stat.unit == "number" and stat.value(entry) is None:
         return False
+    if stat.shown_with is not None and isinstance(stat.value(entry), list):
+        return len(stat.value(entry)) > 1  # "period 4 (consistent with 4)" says nothing more
     return stat.per_phase or stat.read is not None or stat.key in entry
 
 
@@ -611,7 +617,10 @@ def comparison_frame(report: dict[str, Any]):
             for length, e in lengths.items():
                 row = {"task": task, "length": int(length), "run": run}
                 for stat in shown:
-                    row[stat.label] = format_value(stat, stat.value(e)).strip()
+                    value = stat.value(e)
+                    if stat.shown_with is not None and isinstance(value, list) and len(value) < 2:
+                        value = None  # one period or none: the period column says it all
+                    row[stat.label] = format_value(stat, value).strip()
                     if stat.interval is not None:
                         row[f"{stat.label} CI"] = _interval(stat, stat.interval_of(e))
                 rows.append(row)
