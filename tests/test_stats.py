@@ -498,6 +498,7 @@ def test_summarize_samples_refuses_mixed_records():
 STATS_API = [
     "PhaseSummary",
     "cochran_q",
+    "compare_runs",
     "consistent_periods",
     "crossfit_worst",
     "divisors",
