@@ -10,7 +10,9 @@ with ``--log_samples``, ``samples_<task>_<date>.jsonl`` next to it (``.jsonl.gz`
 the leaderboard). Each sample keeps the split row in ``doc`` (``phase``, ``base_id``,
 ``phase_modulus``, ``length``; for code ``config_length``, ``item_id``, ``pad_style``,
 ``pad_tokens``) and the per-sample metrics (``acc``; ``margin`` for code) as top-level keys. A
-folder holding several model folders is several runs; several runs give a comparison table.
+folder holding several model folders is several runs; several runs give a comparison table, and
+two runs of one split their paired difference in gap and worst phase (:func:`difference_report`,
+``phasebench report A B --diff``).
 """
 
 from __future__ import annotations
