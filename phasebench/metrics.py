@@ -247,6 +247,13 @@ BUILTIN: tuple[Statistic, ...] = (
         "significant gap. Chunked compression with stride S shows period S",
     ),
     Statistic(
+        "consistent_periods", "consistent periods", "tokens", shown_with="dominant_period",
+        symbol="consistent with", exported=False,
+        help="every period the data are consistent with, the named one first: a second one "
+        "is shown where the rule names another period at the stricter level 0.01, i.e. "
+        "where the data do not decide between the two (docs/stats.md measures how often)",
+    ),
+    Statistic(
         "cochran_q", "Cochran Q", "number", exported=False, site=False,
         help="Cochran's Q over the phases (0/1 outcomes, complete items)",
     ),

@@ -10,7 +10,9 @@ with ``--log_samples``, ``samples_<task>_<date>.jsonl`` next to it (``.jsonl.gz`
 the leaderboard). Each sample keeps the split row in ``doc`` (``phase``, ``base_id``,
 ``phase_modulus``, ``length``; for code ``config_length``, ``item_id``, ``pad_style``,
 ``pad_tokens``) and the per-sample metrics (``acc``; ``margin`` for code) as top-level keys. A
-folder holding several model folders is several runs; several runs give a comparison table.
+folder holding several model folders is several runs; several runs give a comparison table, and
+two runs of one split their paired difference in gap and worst phase (:func:`difference_report`,
+``phasebench report A B --diff``).
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ __all__ = [
     "Run",
     "build_report",
     "comparison_frame",
+    "difference_report",
     "load_runs",
     "merge_reports",
     "render_tables",
@@ -303,17 +306,19 @@ def build_report(
 
 
 def _group(
-    task: str, samples: list[dict[str, Any]]
+    task: str, samples: list[dict[str, Any]], identity: dict | None = None
 ) -> tuple[dict[tuple[str, int], list[ScoredRecord]], dict[tuple[str, int], dict[str, Any]]]:
     """Scored records per (task label, config length), and per group the server's witness:
     how many samples' server counts agree with their labels, disagree, or were not reported,
     and the first disagreement. A task run with several filters is several labels. Samples that
     are not phasebench docs are left out, and so are samples whose server count disagrees (the
     model read another sequence than the one the phases were computed for); a phasebench doc
-    with a broken field is refused with the sample's number."""
+    with a broken field is refused with the sample's number. ``identity``, when given, gets
+    per group what identifies its split (:func:`_split_identity`)."""
     filters = sorted({str(s.get("filter", "none")) for s in samples})
     groups: dict[tuple[str, int], list[ScoredRecord]] = defaultdict(list)
     served: dict[tuple[str, int], dict[str, Any]] = {}
+    docs: dict[tuple[str, int], list[tuple[Any, ...]]] = defaultdict(list)
     for number, s in enumerate(samples, 1):
         doc = s.get("doc")
         if not isinstance(doc, dict) or "phase" not in doc or "base_id" not in doc:
@@ -332,6 +337,7 @@ def _group(
             raise SamplesError(f"{where}: doc.config_length must be a token count (got {length!r})")
         label = task if len(filters) == 1 else f"{task}/{s.get('filter', 'none')}"
         key = (label, config_length(doc))
+        docs[key].append(_doc_identity(doc, s.get("doc_hash")))
         try:
             state = served_state(doc, s.get(SERVED_KEY))
         except (SamplesError, KeyError, TypeError, ValueError) as exc:
@@ -360,7 +366,125 @@ def _group(
         if not 0 <= record.phase < record.modulus:
             raise SamplesError(f"{where}: phase {record.phase} is not in 0..{record.modulus - 1}")
         groups[key].append(record)
+    if identity is not None:
+        identity.update({key: _split_identity(rows) for key, rows in docs.items()})
     return groups, served
+
+
+#: What identifies the split a group of samples came from, in the order a mismatch is named.
+SPLIT_FIELDS = ("tokenizer_fingerprint", "family", "phase_modulus", "seed")
+
+
+def _doc_identity(doc: Mapping[str, Any], doc_hash: Any) -> tuple[Any, ...]:
+    """One logged doc's part of its split's identity: the split fields and the doc itself
+    (lm-eval's ``doc_hash`` of it, else its id, anchor and phases)."""
+    fields = tuple(str(doc.get(k)) for k in SPLIT_FIELDS)
+    if isinstance(doc_hash, str):
+        return (*fields, doc_hash)
+    where = (doc.get("id"), doc.get("anchor_index"), doc.get("phase"), doc.get("length_phase"))
+    return (*fields, json.dumps(where, sort_keys=True, default=str))
+
+
+def _split_identity(rows: list[tuple[Any, ...]]) -> dict[str, Any]:
+    """The split of a group: each field of :data:`SPLIT_FIELDS` (every value seen, sorted),
+    the number of docs and a digest of them all (equal docs, equal digest)."""
+    import hashlib
+
+    out: dict[str, Any] = {k: sorted({r[i] for r in rows}) for i, k in enumerate(SPLIT_FIELDS)}
+    out["docs"] = len(rows)
+    text = "\n".join(sorted(r[-1] for r in rows))
+    out["docs_digest"] = "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+    return out
+
+
+def difference_report(
+    runs: Sequence[Run],
+    *,
+    n_boot: int = metrics.N_BOOT,
+    n_perm: int = metrics.N_PERM,
+    seed: int = metrics.SEED,
+) -> dict[str, Any]:
+    """Two runs of one split, before then after: per (task, length) both ran,
+    :func:`phasebench.stats.compare_runs` (the difference after minus before in gap and in
+    worst phase, paired bootstrap interval, permutation p), as the report's ``difference``.
+
+    Refused (:class:`SamplesError`, one line) unless there are exactly two runs sharing at
+    least one (task, length), each shared one of the same split: the same tokenizer
+    fingerprint, family, modulus and seed, and the same docs (lm-eval's doc hashes)."""
+    from phasebench.stats import compare_runs
+
+    if len(runs) != 2:
+        names = ", ".join(r.name for r in runs) or "none"
+        raise SamplesError(
+            f"--diff compares exactly two runs, before then after (got {len(runs)}: {names}); "
+            "pass two lm-eval output folders with per-sample logs"
+        )
+    before, after = runs
+    grouped = []
+    for run in runs:
+        groups: dict[tuple[str, int], list[ScoredRecord]] = {}
+        identity: dict[tuple[str, int], dict[str, Any]] = {}
+        for task, samples in run.samples.items():
+            found, _ = _group(task, samples, identity)
+            groups.update(found)
+        grouped.append((groups, identity))
+    (groups_a, ids_a), (groups_b, ids_b) = grouped
+    shared = sorted(set(groups_a) & set(groups_b))
+    if not shared:
+        raise SamplesError(
+            f"{before.name} and {after.name} share no task at one length "
+            f"({_keys(groups_a)} against {_keys(groups_b)}); --diff compares two runs of one split"
+        )
+    tasks: dict[str, dict[str, Any]] = {}
+    for key in shared:
+        if problem := _split_mismatch(ids_a[key], ids_b[key]):
+            raise SamplesError(
+                f"{before.name} and {after.name} are not runs of one split: {key[0]} length "
+                f"{key[1]}: {problem}; --diff compares two runs of the same split (same spec "
+                "and tokenizer)"
+            )
+        try:
+            diff = compare_runs(groups_a[key], groups_b[key], n_boot=n_boot, n_perm=n_perm,
+                                seed=seed)  # fmt: skip
+        except StatsError as exc:
+            raise SamplesError(f"{key[0]} length {key[1]}: {exc}") from None
+        split = {k: _one(ids_a[key][k]) for k in ("tokenizer_fingerprint", "seed", "docs_digest")}
+        tasks.setdefault(key[0], {})[str(key[1])] = {
+            "task": key[0],
+            "length": key[1],
+            "split": split,
+            **diff,
+        }
+    return {"before": before.name, "after": after.name, "tasks": tasks}
+
+
+def _one(values: Any) -> Any:
+    """A list of one value as the value."""
+    return values[0] if isinstance(values, list) and len(values) == 1 else values
+
+
+def _keys(groups: Mapping[tuple[str, int], Any]) -> str:
+    return ", ".join(f"{task} length {length}" for task, length in sorted(groups)) or "none"
+
+
+def _split_mismatch(a: Mapping[str, Any], b: Mapping[str, Any]) -> str | None:
+    """What differs between two groups' splits (the first field), or None."""
+    for name in SPLIT_FIELDS:
+        if a[name] != b[name]:
+            shown = [", ".join(_short(v) for v in side[name]) for side in (a, b)]
+            return f"{name.replace('_', ' ')} {shown[0]} against {shown[1]}"
+    if a["docs"] != b["docs"]:
+        return f"{a['docs']} samples against {b['docs']}"
+    if a["docs_digest"] != b["docs_digest"]:
+        return "the logged docs differ (lm-eval doc hashes)"
+    return None
+
+
+def _short(value: str) -> str:
+    """A fingerprint shortened as the docs write it (``sha256:e35fd2c9...0403a847``)."""
+    if value.startswith("sha256:") and len(value) > 30:
+        return f"{value[:15]}...{value[-8:]}"
+    return value
 
 
 def _witness_line(w: dict[str, Any]) -> str:
@@ -441,6 +565,10 @@ def format_value(stat: metrics.Statistic, value: Any) -> str:
         return "n/a" if value is None else f"{value:.2f}"
     if stat.unit == "phase":
         return "n/a" if value is None else f"phase {value}"
+    if isinstance(value, list):  # several periods, each consistent with the data
+        return " or ".join(str(v) for v in value) if value else "none"
+    if value is None and stat.shown_with is not None:
+        return "-"
     return "none" if value is None else str(value)  # tokens
 
 
@@ -461,6 +589,8 @@ def _shown(stat: metrics.Statistic, entry: Mapping[str, Any]) -> bool:
         return False
     if stat.unit == "number" and stat.value(entry) is None:
         return False
+    if stat.shown_with is not None and isinstance(stat.value(entry), list):
+        return len(stat.value(entry)) > 1  # "period 4 (consistent with 4)" says nothing more
     return stat.per_phase or stat.read is not None or stat.key in entry
 
 
@@ -518,8 +648,39 @@ def render_tables(report: dict[str, Any]) -> str:
                 blocks.append("\n".join(lines))
     if len(report["runs"]) > 1:
         blocks.append("comparison\n" + _indent(comparison_frame(report).to_string(index=False)))
+    if report.get("difference"):
+        blocks.append(_difference_block(report["difference"]))
     blocks.append(legend(report))
     return "\n\n".join(blocks) + "\n"
+
+
+def _difference_block(diff: Mapping[str, Any]) -> str:
+    """The two-run difference: per task and length, each compared statistic before, after,
+    the difference (after minus before) with its paired bootstrap interval and permutation p."""
+    from phasebench.stats.compare import COMPARED
+
+    declared = {stat.key: stat for stat in metrics.statistics()}
+    lines = [
+        f"difference  {diff['after']} minus {diff['before']} (points; paired over the base "
+        "items both ran: one bootstrap resample drives both runs, p from swapping the runs "
+        "within base items)"
+    ]
+    for task, lengths in diff["tasks"].items():
+        for length, e in sorted(lengths.items(), key=lambda kv: int(kv[0])):
+            lines.append(f"  {task}  length {length}  ({e['n_base']} base items)")
+            for key in COMPARED:
+                d, label = e[key], declared[key].label
+                p = metrics.format_p(d["p_value"], e.get("n_perm")) or "n/a"
+                p = p if p.startswith("<") else f"= {p}"
+                lines.append(
+                    f"    {label:<12}{_pct(d['before'])} -> {_pct(d['after'])}  "
+                    f"{_signed_points(d['difference'])}  {_ci(d['difference_ci'])}  p {p}"
+                )
+    return "\n".join(lines)
+
+
+def _signed_points(x: float | None) -> str:
+    return "    n/a" if x is None else f"{100 * x:+7.1f}"
 
 
 def _axis_lines(e: Mapping[str, Any]) -> list[str]:
@@ -611,7 +772,10 @@ def comparison_frame(report: dict[str, Any]):
             for length, e in lengths.items():
                 row = {"task": task, "length": int(length), "run": run}
                 for stat in shown:
-                    row[stat.label] = format_value(stat, stat.value(e)).strip()
+                    value = stat.value(e)
+                    if stat.shown_with is not None and isinstance(value, list) and len(value) < 2:
+                        value = None  # one period or none: the period column says it all
+                    row[stat.label] = format_value(stat, value).strip()
                     if stat.interval is not None:
                         row[f"{stat.label} CI"] = _interval(stat, stat.interval_of(e))
                 rows.append(row)

@@ -8,6 +8,7 @@ import json
 import math
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -29,6 +30,8 @@ from phasebench.stats import (
     summarize_samples,
     wilson,
 )
+
+ROOT = Path(__file__).resolve().parent.parent
 
 # A 4-item x 4-phase binary matrix worked by hand below.
 HAND = np.array(
@@ -216,6 +219,52 @@ def test_to_dict_is_json_ready():
 )
 def test_dominant_period_of_noise_free_profiles(profile, period):
     assert dominant_period(profile, None) == period
+
+
+def test_the_period_tests_are_hotellings_t2_on_the_base_items():
+    """With n base items the Wald statistic of a residual is Hotelling's T²: (n - k) / (k (n - 1))
+    times it is F(k, n - k). The chi-squared limit takes the covariance as known and rejects a
+    true period too often with few items (benchmarks/period_rule.py)."""
+    from phasebench.stats.periods import _residual_projectors, _wald_logp
+
+    rng = derive_rng(5, "hotelling")
+    rows = rng.normal(0.0, 1.0, (30, 12))
+    x, cov = rows.mean(axis=0), np.cov(rows, rowvar=False) / 30
+    proj = _residual_projectors(12)[6]  # the 6 bins that are not period 6
+    r = proj @ x
+    stat = float(r @ np.linalg.pinv(proj @ cov @ proj.T, hermitian=True) @ r)
+    k = 6
+    f_p = sps.f.sf(stat * (30 - k) / (k * 29), k, 30 - k)
+    assert math.exp(_wald_logp(x, cov, proj, 30)) == pytest.approx(f_p, rel=1e-9)
+    assert math.exp(_wald_logp(x, cov, proj)) == pytest.approx(sps.chi2.sf(stat, k), rel=1e-9)
+    assert f_p > sps.chi2.sf(stat, k)
+
+
+def _committed_summary(variant: str) -> dict:
+    from phasebench.report import build_report, load_runs
+
+    folder = (
+        ROOT
+        / "leaderboard/submissions/HuggingFaceTB__SmolLM2-135M-Instruct"
+        / (f"b179c9523d0e6a0f98a330c7562b682750a6f8c8+kvpress-{variant}")
+    )
+    runs, _ = load_runs([folder])
+    report = build_report(runs, n_boot=1000, n_perm=200)
+    (entry,) = [e for b in report["runs"].values() for t in b["tasks"].values() for e in t.values()]
+    return entry
+
+
+@pytest.mark.slow  # about 5 s: three committed runs summarized
+def test_a_period_the_data_do_not_decide_is_shown_with_its_rival():
+    """ChunkPress c = 6 (36 base items, modulus 12) repeats every 6 phases by eye; its period-6
+    fold misses the profile at p = 0.036, so the rule names 12 at 0.05 and 6 at 0.01: both are
+    shown. ChunkPress c = 8 is named 8 alone; ChunkPress c = 12 12 alone (its period-2 fold is
+    flat, so 2 never takes over, however weak the test of what 12 adds to it)."""
+    c6 = _committed_summary("chunk6-r0.1-niah512-m12")
+    assert (c6["dominant_period"], c6["consistent_periods"]) == (12, [12, 6])
+    assert 0.01 < c6["period_fit_p"]["6"] < 0.05
+    assert _committed_summary("chunk8-r0.1-niah512-m8")["consistent_periods"] == [8]
+    assert _committed_summary("chunk12-r0.1-niah512-m12")["consistent_periods"] == [12]
 
 
 def test_spectrum_of_one_weak_phase_in_four():
@@ -449,6 +498,8 @@ def test_summarize_samples_refuses_mixed_records():
 STATS_API = [
     "PhaseSummary",
     "cochran_q",
+    "compare_runs",
+    "consistent_periods",
     "crossfit_worst",
     "divisors",
     "dominant_period",

@@ -17,6 +17,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "JSON files; print average, worst phase, gap with intervals, p-value and period.",
     )
     rep.add_argument("paths", nargs="+", metavar="PATH", help="lm-eval --output_path folders")
+    rep.add_argument(
+        "--diff",
+        action="store_true",
+        help="two runs of one split, before then after: the difference in gap and in worst "
+        "phase with a paired bootstrap interval and a permutation p (refused unless both runs "
+        "are of the same split: same spec and tokenizer)",
+    )
     rep.add_argument("--json", dest="json_out", default=None, metavar="FILE", help="write JSON")
     rep.add_argument("--plots", default=None, metavar="DIR", help="write PNG and SVG plots")
     rep.add_argument(
@@ -36,8 +43,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from phasebench.atomic import atomic_files
+    from phasebench.errors import SamplesError
     from phasebench.report import (
         build_report,
+        difference_report,
         load_runs,
         merge_reports,
         render_tables,
@@ -46,10 +55,17 @@ def run(args: argparse.Namespace) -> int:
     )
 
     runs, reports = load_runs(args.paths)
-    computed = (
-        [build_report(runs, n_boot=args.n_boot, n_perm=args.n_perm, seed=args.seed)] if runs else []
-    )
+    settings = {"n_boot": args.n_boot, "n_perm": args.n_perm, "seed": args.seed}
+    if args.diff and reports:
+        raise SamplesError(
+            "--diff needs the two runs' per-sample logs, not a saved report JSON; pass the two "
+            "lm-eval output folders"
+        )
+    difference = difference_report(runs, **settings) if args.diff else None
+    computed = [build_report(runs, **settings)] if runs else []
     report = merge_reports(computed, reports)
+    if difference is not None:
+        report["difference"] = difference
     print(render_tables(report), end="")
     with atomic_files() as files:  # the JSON and every plot, or none of them (a full disk)
         if args.json_out:

@@ -21,7 +21,9 @@ the same matrix and seed give identical numbers.
 One module per job: :mod:`~phasebench.stats.intervals` (Wilson, t, the paired bootstrap),
 :mod:`~phasebench.stats.permutation` (the permutation null of the gap, Cochran's Q),
 :mod:`~phasebench.stats.crossfit` (the cross-fitted worst phase), :mod:`~phasebench.stats.periods`
-(folds, spectrum, period, phase-lock rate), :mod:`~phasebench.stats.power` (base items needed),
+(folds, spectrum, period and the periods the data are consistent with, phase-lock rate),
+:mod:`~phasebench.stats.compare` (two runs of one split: the difference in gap and worst phase,
+paired), :mod:`~phasebench.stats.power` (base items needed),
 :mod:`~phasebench.stats.summary` (every statistic of one phase matrix: :func:`summarize`) and
 :mod:`~phasebench.stats.paired` (every number of a set of scored samples:
 :func:`summarize_samples`, the one entry point the lm-eval aggregates, ``phasebench report`` and
@@ -39,6 +41,8 @@ from typing import Any
 _LAZY = {
     "PhaseSummary": "phasebench.stats.summary",
     "cochran_q": "phasebench.stats.permutation",
+    "compare_runs": "phasebench.stats.compare",
+    "consistent_periods": "phasebench.stats.periods",
     "crossfit_worst": "phasebench.stats.crossfit",
     "divisors": "phasebench.stats.periods",
     "dominant_period": "phasebench.stats.periods",

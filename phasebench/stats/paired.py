@@ -72,17 +72,57 @@ def summarize_samples(
 
     if not any(with_length):
         return axis([r.unit for r in records], [r.phase for r in records])
-    needle_varies = len({(r.unit, r.length_phase, r.phase) for r in records}) > len(
-        {(r.unit, r.length_phase) for r in records}
-    )
-    lengths = axis([f"{r.unit}/n{r.phase}" for r in records], [r.length_phase for r in records])
-    if not needle_varies:
+    lengths = axis(*_length_axis(records))
+    if not _needle_varies(records):
         return {**lengths, "axis": "length"}
-    out = axis([f"{r.unit}/l{r.length_phase}" for r in records], [r.phase for r in records])
+    out = axis(*_needle_axis(records))
     out["axis"] = "needle"
     out["length_axis"] = lengths
     out["phase_table"] = _phase_table(records)
     return out
+
+
+def _needle_varies(records: list[ScoredRecord]) -> bool:
+    return len({(r.unit, r.length_phase, r.phase) for r in records}) > len(
+        {(r.unit, r.length_phase) for r in records}
+    )
+
+
+def _needle_axis(records: list[ScoredRecord]) -> tuple[list[Any], list[int]]:
+    """Units and phases of the needle axis: each (unit, length phase) paired over the needle
+    phases (the unit alone where the length axis did not run)."""
+    if records[0].length_phase is None:
+        return [r.unit for r in records], [r.phase for r in records]
+    return [f"{r.unit}/l{r.length_phase}" for r in records], [r.phase for r in records]
+
+
+def _length_axis(records: list[ScoredRecord]) -> tuple[list[Any], list[int]]:
+    """Units and phases of the length axis: each (unit, needle phase) over the length phases."""
+    return [f"{r.unit}/n{r.phase}" for r in records], [r.length_phase for r in records]
+
+
+def top_axis(records: list[ScoredRecord]) -> tuple[list[Any], list[int]]:
+    """The units and phases of the axis :func:`summarize_samples` puts at the top level: the
+    needle phase, or the length phase where only the length axis varied."""
+    if records[0].length_phase is not None and not _needle_varies(records):
+        return _length_axis(records)
+    return _needle_axis(records)
+
+
+def unit_matrix(
+    units: Sequence[Hashable], phases: Sequence[int], values: Sequence[float], modulus: int
+) -> tuple[list[Any], np.ndarray]:
+    """The sorted units and their phase matrix, a unit seen more than once at a phase entering
+    there as the mean of its visits (as :func:`summarize_samples` does)."""
+    import pandas as pd
+
+    frame = pd.DataFrame(
+        {"unit": list(units), "phase": np.asarray(phases, dtype=np.int64),
+         "value": np.asarray(values, dtype=float)}
+    )  # fmt: skip
+    cells = frame.groupby(["unit", "phase"], sort=False)["value"].mean().reset_index()
+    matrix = phase_matrix(cells["unit"], cells["phase"], cells["value"], modulus)
+    return sorted(set(cells["unit"])), matrix
 
 
 def _phase_table(records: list[ScoredRecord]) -> dict[str, Any]:

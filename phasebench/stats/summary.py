@@ -31,13 +31,13 @@ from phasebench.stats.intervals import (
 from phasebench.stats.periods import (
     _period_fit_p,
     _phase_mean_cov,
-    _subset_period,
     _subset_period_fit_p,
-    dominant_period,
+    _subset_periods,
+    consistent_periods,
     fold,
     period_spectrum,
 )
-from phasebench.stats.permutation import _gap_and_spread, _permutation_null, cochran_q
+from phasebench.stats.permutation import cochran_q, gap_p_value
 
 
 def phase_matrix(
@@ -131,8 +131,13 @@ class PhaseSummary:
     seed: int = 0
     #: Share of the profile's variation whose smallest period is S (DFT power, DC excluded).
     spectrum: dict[int, float] = field(default_factory=dict)
-    #: p-value of "the profile is periodic with period S" for each divisor S (Wald, see below).
+    #: p-value of "the profile is periodic with period S" for each divisor S (Hotelling's T²
+    #: on the bootstrap covariance, see :func:`dominant_period`).
     period_fit_p: dict[int, float] = field(default_factory=dict)
+    #: Every period the data are consistent with, ``dominant_period`` first: the periods the
+    #: rule names at ``alpha`` and at 0.01 (:func:`consistent_periods`); empty where none is
+    #: named. Two entries mean the data do not decide between them.
+    consistent_periods: list[int] = field(default_factory=list)
     #: The residues the samples cover when they are a subset of 0..P-1 (a phase subset, for a
     #: long period), else None. Every statistic is then over these residues only (``per_phase``
     #: still lists every phase, the others with ``n`` 0), and a period S is found from how the
@@ -171,7 +176,8 @@ def summarize(
       exact at any ``n_perm``; equal gaps (common with 0/1 data) are ordered by the spread of
       the profile; ``significant`` is ``p_value <= alpha``;
     - Cochran's Q on complete rows (binary only);
-    - ``dominant_period``: see :func:`dominant_period`; None unless the gap is significant.
+    - ``dominant_period``: see :func:`dominant_period`; None unless the gap is significant;
+      ``consistent_periods``: it and any other period the data are consistent with.
     """
     m = _check_matrix(matrix, binary)
     _check_alpha(alpha)
@@ -220,18 +226,9 @@ def summarize(
 
     crossfit, crossfit_ci = crossfit_worst(filled, present, n_boot=n_boot, seed=seed, alpha=alpha)
 
-    null, null_spread = _permutation_null(m, n_perm, derive_rng(seed, "stats", "permutation"))
-    if len(null):
-        # At least as extreme: a larger gap, or the same gap with at least the same spread.
-        # The tie-break keeps the test exact (any statistic of the shuffled matrix is) while
-        # making it less conservative on binary data, where equal gaps are common.
-        spread = float(_gap_and_spread(acc_p)[1])
-        tied = np.abs(null - gap) <= 1e-12
-        exceed = int(np.sum((null > gap + 1e-12) | (tied & (null_spread >= spread - 1e-12))))
-        p_value = (1 + exceed) / (1 + len(null))
-        null_mean, null_q95 = float(np.mean(null)), float(np.quantile(null, 0.95))
-    else:
-        p_value = null_mean = null_q95 = math.nan
+    p_value, null_mean, null_q95 = gap_p_value(
+        m, acc_p, n_perm, derive_rng(seed, "stats", "permutation")
+    )
     significant = bool(p_value <= alpha)
 
     q = q_p = None
@@ -241,16 +238,18 @@ def summarize(
     if subset is not None and len(subset) > 1:
         cols = np.array(subset)
         cov = _phase_mean_cov(boot[:, cols] if boot.size else boot, m[:, cols])
-        fit_p = _subset_period_fit_p(acc_p[cols], cov, subset, modulus)
-        period = (
-            _subset_period(acc_p[cols], cov, subset, modulus, alpha)
-            if significant and np.ptp(acc_p[cols]) > 1e-12
-            else None
+        fit_p = _subset_period_fit_p(acc_p[cols], cov, subset, modulus, n)
+        periods = (
+            _subset_periods(acc_p[cols], cov, subset, modulus, alpha, n) if significant else []
         )
     else:
         cov = _phase_mean_cov(boot, m)
-        fit_p = _period_fit_p(acc_p, cov) if have.all() else {}
-        period = dominant_period(acc_p, cov, alpha=alpha) if significant and have.all() else None
+        fit_p = _period_fit_p(acc_p, cov, n) if have.all() else {}
+        periods = (
+            consistent_periods(acc_p, cov, alpha=alpha, n_base=n)
+            if significant and have.all()
+            else []
+        )
 
     return PhaseSummary(
         acc=acc,
@@ -270,7 +269,8 @@ def summarize(
         significant=significant,
         cochran_q=q,
         cochran_p=q_p,
-        dominant_period=period,
+        dominant_period=periods[0] if periods else None,
+        consistent_periods=periods,
         per_phase=per_phase,
         folded=fold(acc_p),
         modulus=modulus,

@@ -1,0 +1,182 @@
+"""Two runs of one split: the difference in gap and in worst phase, paired over base items.
+
+The question after a fix (phase-randomised training, a new stride, a new serving build) is "is
+the weak spot smaller now?". Both runs saw the same prompts, so every base item is a pair of
+rows, one per run, and item difficulty cancels in the difference:
+
+- the interval is a paired bootstrap: one resample of base items drives both runs;
+- the p-value is a permutation test: under "the two runs do not differ", swapping the two
+  runs' rows of a base item changes nothing, so the run labels are swapped within items at
+  random and the difference recomputed (two-sided, ``(1 + #as extreme) / (1 + n_perm)``;
+  identical runs give a difference of 0 and p = 1).
+
+"Worst phase" is the cross-fitted worst phase, the number the leaderboard ranks by
+(:func:`~phasebench.stats.crossfit.crossfit_worst`), with its half-splits drawn once and shared
+by both runs, every resample and every permutation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from phasebench.errors import StatsError
+from phasebench.metrics import ALPHA, N_BOOT, N_PERM, SEED
+from phasebench.rng import derive_rng
+from phasebench.stats._common import _BLOCK_ELEMENTS, _jsonable, _quiet, _ratio
+from phasebench.stats.crossfit import CROSSFIT_BOOT_SPLITS, CROSSFIT_SPLITS, _random_halves
+from phasebench.stats.intervals import _percentile
+from phasebench.stats.records import ScoredRecord
+from phasebench.stats.paired import top_axis, unit_matrix
+
+#: Half-splits of the worst phase's permutation statistic (see :func:`compare_runs`).
+PERM_SPLITS = 20
+#: The statistics compared, in the order shown (their summary keys; labels and units are
+#: their declarations in :mod:`phasebench.metrics`).
+COMPARED = ("gap", "worst_phase_crossfit")
+
+
+def compare_runs(
+    before: Iterable[ScoredRecord | Sequence[Any]],
+    after: Iterable[ScoredRecord | Sequence[Any]],
+    *,
+    n_boot: int = N_BOOT,
+    n_perm: int = N_PERM,
+    seed: int = SEED,
+    alpha: float = ALPHA,
+) -> dict[str, Any]:
+    """The difference ``after - before`` in gap and in (cross-fitted) worst phase of two runs
+    of one split (one task at one length), over the base items both runs have.
+
+    Returns, JSON-ready: ``n_base`` (shared paired units), ``modulus``, the settings, and per
+    compared statistic (``gap``, ``worst_phase_crossfit``) ``before``, ``after``,
+    ``difference``, ``difference_ci`` (paired bootstrap percentile interval at ``1 - alpha``)
+    and ``p_value`` (permutation of the run labels within base items, two-sided). The caller
+    checks that the runs are of one split (same spec and tokenizer)."""
+    a = [ScoredRecord.of(r) for r in before]
+    b = [ScoredRecord.of(r) for r in after]
+    if not a or not b:
+        raise StatsError("both runs need samples to compare")
+    moduli = {r.modulus for r in a + b}
+    if len(moduli) != 1:
+        raise StatsError(f"the runs mix phase moduli {sorted(moduli)}; compare one split")
+    modulus = moduli.pop()
+    units_a, ma = unit_matrix(*top_axis(a), [r.acc for r in a], modulus)
+    units_b, mb = unit_matrix(*top_axis(b), [r.acc for r in b], modulus)
+    shared = sorted(set(units_a) & set(units_b))
+    if len(shared) < 2:
+        raise StatsError(
+            f"the runs share {len(shared)} base item(s); a paired comparison needs at least 2"
+        )
+    rows_a = {u: i for i, u in enumerate(units_a)}
+    rows_b = {u: i for i, u in enumerate(units_b)}
+    ma = ma[[rows_a[u] for u in shared]]
+    mb = mb[[rows_b[u] for u in shared]]
+    n = len(shared)
+
+    data = [(np.where(np.isnan(m), 0.0, m), (~np.isnan(m)).astype(float)) for m in (ma, mb)]
+    halves = _random_halves(derive_rng(seed, "stats", "crossfit"), CROSSFIT_SPLITS, n)
+    ones = np.ones(n)
+    observed = {
+        "gap": [float(_gap(f, p, ones)) for f, p in data],
+        "worst_phase_crossfit": [float(_crossfit(f, p, ones, halves)) for f, p in data],
+    }
+
+    # Paired bootstrap: one multinomial weight vector per replicate drives both runs (and
+    # CROSSFIT_BOOT_SPLITS fresh half-splits per replicate, shared by both, as crossfit_worst).
+    boot_rng = derive_rng(seed, "stats", "compare", "bootstrap")
+    boot = {key: [] for key in COMPARED}
+    for k in _blocks(n_boot, _BLOCK_ELEMENTS // (n * CROSSFIT_BOOT_SPLITS)):
+        w = boot_rng.multinomial(n, np.full(n, 1.0 / n), size=k).astype(float)
+        h = _random_halves(boot_rng, k * CROSSFIT_BOOT_SPLITS, n).reshape(k, -1, n)
+        (fa, pa), (fb, pb) = data
+        boot["gap"].append(_gap(fb, pb, w) - _gap(fa, pa, w))
+        boot["worst_phase_crossfit"].append(_crossfit(fb, pb, w, h) - _crossfit(fa, pa, w, h))
+
+    # Permutation: the two runs' rows of each base item swapped with probability 1/2. The
+    # worst phase's test statistic is its difference over the first PERM_SPLITS of the
+    # half-splits, observed and permuted alike (the test stays exact; 200 splits per
+    # permutation would cost ten times as much for a statistic that hardly differs).
+    perm_rng = derive_rng(seed, "stats", "compare", "permutation")
+    few = halves[:PERM_SPLITS]
+    (fa, pa), (fb, pb) = data
+    test = {
+        "gap": observed["gap"][1] - observed["gap"][0],
+        "worst_phase_crossfit": float(_crossfit(fb, pb, ones, few) - _crossfit(fa, pa, ones, few)),
+    }
+    null = {key: [] for key in COMPARED}
+    for k in _blocks(n_perm, _BLOCK_ELEMENTS // (n * PERM_SPLITS)):
+        swap = (perm_rng.random((k, n)) < 0.5)[:, :, None]
+        (fa, pa), (fb, pb) = data
+        fa2, fb2 = np.where(swap, fb, fa), np.where(swap, fa, fb)
+        pa2, pb2 = np.where(swap, pb, pa), np.where(swap, pa, pb)
+        null["gap"].append(_gap(fb2, pb2, ones) - _gap(fa2, pa2, ones))
+        null["worst_phase_crossfit"].append(
+            _crossfit(fb2, pb2, ones, few) - _crossfit(fa2, pa2, ones, few)
+        )
+    boot = {key: np.concatenate(v) if v else np.empty(0) for key, v in boot.items()}
+    null = {key: np.concatenate(v) if v else np.empty(0) for key, v in null.items()}
+
+    out: dict[str, Any] = {
+        "n_base": n,
+        "modulus": modulus,
+        "n_boot": n_boot,
+        "n_perm": n_perm,
+        "seed": seed,
+        "alpha": alpha,
+    }
+    for key in COMPARED:
+        value_a, value_b = observed[key]
+        diff = value_b - value_a
+        if n_perm:
+            extreme = np.abs(null[key]) >= abs(test[key]) - 1e-12
+            p_value = (1 + int(np.sum(extreme))) / (1 + n_perm)
+        else:
+            p_value = float("nan")
+        with _quiet():
+            ci = _percentile(boot[key], alpha) if n_boot else (float("nan"), float("nan"))
+        out[key] = {
+            "before": value_a,
+            "after": value_b,
+            "difference": diff,
+            "difference_ci": ci,
+            "p_value": p_value,
+        }
+    return _jsonable(out)
+
+
+def _blocks(total: int, size: int) -> list[int]:
+    """``total`` cut into blocks of at most ``size`` (at least 1): bounds peak memory."""
+    size = max(1, size)
+    return [min(size, total - start) for start in range(0, total, size)]
+
+
+def _gap(filled: np.ndarray, presentf: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Best minus worst phase mean under item ``weights`` (``(..., n)``; ``filled`` and
+    ``presentf`` ``(..., n, P)``), one value per leading index."""
+    means = _ratio(weights[..., None, :] @ filled, weights[..., None, :] @ presentf)[..., 0, :]
+    with _quiet():
+        return np.nanmax(means, axis=-1) - np.nanmin(means, axis=-1)
+
+
+def _crossfit(
+    filled: np.ndarray, presentf: np.ndarray, weights: np.ndarray, halves: np.ndarray
+) -> np.ndarray:
+    """The cross-fitted worst phase (:func:`~phasebench.stats.crossfit.crossfit_worst`'s
+    computation) under item ``weights`` and half-splits ``halves`` (``(..., h, n)``): the worst
+    phase picked on one half, measured on the other, both ways, averaged over the splits."""
+    values = []
+    for half in (halves, ~halves):
+        w_pick = weights[..., None, :] * half
+        w_measure = weights[..., None, :] * ~half
+        pick = _ratio(w_pick @ filled, w_pick @ presentf)
+        measure = _ratio(w_measure @ filled, w_measure @ presentf)
+        with _quiet():
+            usable = ~np.isnan(pick).all(axis=-1)
+            choice = np.nanargmin(np.where(usable[..., None], pick, 0.0), axis=-1)
+        value = np.take_along_axis(measure, choice[..., None], axis=-1)[..., 0]
+        values.append(np.where(usable, value, np.nan))
+    with _quiet():
+        return np.nanmean(np.nanmean(np.stack(values), axis=0), axis=-1)

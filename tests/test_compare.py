@@ -1,0 +1,143 @@
+"""Two runs of one split: ``phasebench.stats.compare_runs`` and ``phasebench report A B --diff``
+(the difference in gap and worst phase, paired bootstrap interval, permutation p; refused in
+one line unless both runs are of the same split). Calibration by simulation:
+``benchmarks/compare_runs.py`` (``docs/stats.md``)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from phasebench.cli import main
+from phasebench.rng import derive_rng
+from phasebench.stats import compare_runs, summarize_samples
+from phasebench.stats.records import ScoredRecord
+
+MODULUS = 8
+WEAK = [0.9, 0.9, 0.9, 0.5] * 2  # stride 4, one weak phase in four: gap 40 points
+FLAT = [0.8] * MODULUS
+FINGERPRINT = "sha256:" + "ab" * 32
+
+
+def outcomes(profile, n: int, key: str) -> np.ndarray:
+    """Paired 0/1 outcomes with a Gaussian item latent (probit), exact per-phase accuracies."""
+    rng = derive_rng(3, "compare-test", key)
+    item = rng.normal(0.0, math.sqrt(0.5), (n, 1))
+    noise = rng.normal(0.0, math.sqrt(0.5), (n, MODULUS))
+    return (item + noise < sps.norm.ppf(profile)).astype(float)
+
+
+def records(matrix: np.ndarray) -> list[ScoredRecord]:
+    return [
+        ScoredRecord(1024, MODULUS, f"1024/{b}", p, float(matrix[b, p]), None, 0)
+        for b in range(matrix.shape[0])
+        for p in range(MODULUS)
+    ]
+
+
+def test_identical_runs_differ_by_zero_with_p_one():
+    run = records(outcomes(WEAK, 32, "same"))
+    d = compare_runs(run, run, n_boot=200, n_perm=200)
+    for key in ("gap", "worst_phase_crossfit"):
+        assert d[key]["difference"] == 0.0
+        assert d[key]["difference_ci"] == [0.0, 0.0]
+        assert d[key]["p_value"] == 1.0  # every swap of identical rows changes nothing
+    assert d["n_base"] == 32
+
+
+def test_a_known_difference_is_detected_and_its_numbers_are_the_summaries():
+    before = records(outcomes(WEAK, 64, "before"))
+    after = records(outcomes(FLAT, 64, "after"))
+    d = compare_runs(before, after, n_boot=300, n_perm=300)
+    gap, worst = d["gap"], d["worst_phase_crossfit"]
+    assert gap["difference"] < -0.2 and gap["difference_ci"][1] < 0 and gap["p_value"] < 0.01
+    assert worst["difference"] > 0.1 and worst["difference_ci"][0] > 0 and worst["p_value"] < 0.05
+    # one number everywhere: before and after are what the report shows for each run
+    for run, side in ((before, "before"), (after, "after")):
+        summary = summarize_samples(run, n_boot=0, n_perm=0)
+        assert d["gap"][side] == pytest.approx(summary["gap"], abs=1e-12)
+        assert d["worst_phase_crossfit"][side] == pytest.approx(
+            summary["worst_phase_crossfit"], abs=1e-12
+        )
+
+
+def test_the_runs_are_paired_on_the_base_items_both_have():
+    before = records(outcomes(WEAK, 40, "pair"))
+    after = [r for r in before if r.unit not in {"1024/3", "1024/7"}]
+    d = compare_runs(before, after, n_boot=50, n_perm=50)
+    assert d["n_base"] == 38 and d["gap"]["difference"] == 0.0  # the same rows, paired
+
+
+def _write_run(folder: Path, matrix: np.ndarray, fingerprint: str = FINGERPRINT) -> Path:
+    """An lm-eval style output folder (samples log and results file) of one kv run."""
+    folder.mkdir(parents=True)
+    date = "2026-01-01T00-00-00.000000"
+    lines = []
+    for b in range(matrix.shape[0]):
+        for p in range(MODULUS):
+            doc = {
+                "id": f"kv-1024-b{b:05d}-p{p}",
+                "family": "kv",
+                "length": 1024,
+                "phase_modulus": MODULUS,
+                "phase": p,
+                "base_id": b,
+                "answer": "12345",
+                "tokenizer_fingerprint": fingerprint,
+                "seed": 0,
+            }
+            acc = float(matrix[b, p])
+            lines.append({"doc_id": len(lines), "doc": doc, "filter": "none",
+                          "metrics": ["acc"], "acc": acc})  # fmt: skip
+    text = "".join(json.dumps(line) + "\n" for line in lines)
+    (folder / f"samples_phasebench_kv_{date}.jsonl").write_text(text, encoding="utf-8")
+    results = {"model_name": folder.name, "results": {}}
+    (folder / f"results_{date}.json").write_text(json.dumps(results), encoding="utf-8")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("runs")
+    before = _write_run(root / "before", outcomes(WEAK, 48, "cli-before"))
+    after = _write_run(root / "after", outcomes(FLAT, 48, "cli-after"))
+    return before, after
+
+
+def test_report_diff_prints_and_writes_the_difference(two_runs, tmp_path, capsys):
+    before, after = two_runs
+    out = tmp_path / "r.json"
+    args = ["report", str(before), str(after), "--diff", "--json", str(out)]
+    assert main([*args, "--n-boot", "200", "--n-perm", "200"]) == 0
+    printed = capsys.readouterr().out
+    assert "difference  after minus before" in printed
+    block = printed[printed.index("difference  after minus before") :]
+    line = next(x for x in block.splitlines() if x.strip().startswith("gap "))
+    assert "->" in line and line.endswith("p < 0.005")  # the floor of 200 permutations
+    diff = json.loads(out.read_text())["difference"]
+    entry = diff["tasks"]["phasebench_kv"]["1024"]
+    assert (diff["before"], diff["after"]) == ("before", "after")
+    assert entry["gap"]["difference"] < 0 and entry["split"]["tokenizer_fingerprint"] == FINGERPRINT
+    assert main(["report", str(out)]) == 0  # the saved report renders its difference back
+    assert "difference  after minus before" in capsys.readouterr().out
+
+
+def test_report_diff_refuses_runs_of_different_splits_in_one_line(two_runs, tmp_path, capsys):
+    before, _ = two_runs
+    other = _write_run(tmp_path / "other", outcomes(FLAT, 48, "x"), "sha256:" + "cd" * 32)
+    written = tmp_path / "r.json"
+    assert main(["report", str(before), str(other), "--diff", "--json", str(written)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not runs of one split" in err
+    assert "tokenizer fingerprint sha256:abababab" in err
+    fewer = _write_run(tmp_path / "fewer", outcomes(WEAK, 40, "y"))
+    assert main(["report", str(before), str(fewer), "--diff"]) == 2
+    assert "samples against" in capsys.readouterr().err
+    assert main(["report", str(before), "--diff"]) == 2
+    assert "exactly two runs" in capsys.readouterr().err
+    assert not written.exists()  # nothing written on a refusal
