@@ -375,3 +375,13 @@ def test_sample_size_caps_apply_to_decompressed_bytes(tmp_path, submission_rows,
     problem = refusal(ReadLimits(max_bytes=size - 1))
     assert problem.rule == "size" and "bytes of samples" in problem.message
     assert refusal(ReadLimits(max_bytes=size, max_line_bytes=100)).rule == "size"
+
+
+def test_known_tasks_merge_every_include_of_a_task_yaml():
+    # kv and niah include two shared files (a list); the version lives in the first. A reader that
+    # follows only a single `include:` string reads no version and refuses every submission.
+    from phasebench.leaderboard.schema import known_tasks
+
+    versions = known_tasks()
+    assert set(versions) == {"phasebench_kv", "phasebench_niah", "phasebench_code"}
+    assert all(v not in ("None", "") for v in versions.values()), versions

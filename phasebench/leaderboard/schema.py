@@ -40,11 +40,16 @@ def _task_yaml(path: Path, depth: int = 0) -> dict[str, Any]:
     if not isinstance(data, dict):
         return {}
     include = data.get("include")
-    if isinstance(include, str) and depth < 8:
-        merged = _task_yaml(path.parent / include, depth + 1)
-        merged.update(data)
-        return merged
-    return data
+    if isinstance(include, str):
+        include = [include]
+    if not isinstance(include, list) or depth >= 8:
+        return data
+    merged: dict = {}
+    for name in include:  # in order, a later file's keys over an earlier's, as lm-eval merges
+        if isinstance(name, str):
+            merged.update(_task_yaml(path.parent / name, depth + 1))
+    merged.update(data)
+    return merged
 
 
 def known_tasks(tasks_dir: Path | None = None) -> dict[str, str]:
