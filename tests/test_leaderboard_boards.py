@@ -8,13 +8,16 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
 
 from phasebench import metrics
 from phasebench.cli import main
-from phasebench.leaderboard.render import board_page, build_site
+from phasebench.leaderboard.charts import Frame, place_labels
+from phasebench.leaderboard.provenance import command
+from phasebench.leaderboard.render import badge_path, board_page, build_site, filter_options
 from phasebench.leaderboard.score import score
 from phasebench.leaderboard.validate import validate_all
 from support.submissions import TASKS, make_submission, split_rows
@@ -36,7 +39,7 @@ def built(tmp_path_factory, submission_rows, regen_cache):
     assert not outcome.refused, outcome.report_lines()
     board = score(outcome)
     site = tmp / "site"
-    build_site(board, site, built=BUILT)
+    build_site(board, site, built=BUILT, submissions=subs)
     return board, site, subs, tmp
 
 
@@ -145,3 +148,68 @@ def test_words_and_numbers_agree_in_report_site_exports_and_glossary(built):
     text = render_tables(build_report(runs))
     assert f"weak {metrics.FLAT}" in text and "weak phase 0" not in text
     assert "worst phase" in text and "lowest phase" in text
+
+
+def test_each_entry_links_its_logs_and_has_badges(built):
+    board, site, subs, _ = built
+    chunked = _row(board, "acme/chunked")
+    html = (site / chunked["page"]).read_text()
+    links = re.findall(r'<a href="\.\./(details/[^"]+)" download>', html)
+    assert any("/samples_" in link for link in links) and any("/results_" in link for link in links)
+    (folder,) = (subs / "acme__chunked").glob("*")
+    for link in links:
+        assert (site / link).read_bytes() == (folder / Path(link).name).read_bytes()
+    slug = Path(board_page(chunked["board"])).stem
+    badge = (site / badge_path(slug, chunked["page"])).read_text()
+    worst = metrics.format_value(
+        metrics.get("worst_phase_crossfit"), chunked["worst_phase_crossfit"]
+    )
+    assert badge.startswith("<svg") and f"worst phase {worst}" in badge and "preliminary" in badge
+    assert "<script" not in badge and "href" not in badge
+    assert "no leader: preliminary" in (site / badge_path(slug)).read_text()
+    assert badge_path(slug, chunked["page"]) in html  # the page shows how to embed it
+
+
+def test_the_command_passes_a_revision_only_for_a_hub_load():
+    meta = {"model": "acme/m", "revision": "a" * 40, "backend": "hf", "chat_template": False,
+            "tokenizer": {"name": "acme/m"}}  # fmt: skip
+    results = {"config": {"model_args": {"pretrained": "acme/m", "dtype": "float32"}}}
+    hub = command(SimpleNamespace(meta=meta), results, ["phasebench_kv"])
+    assert f"revision={'a' * 40}" in hub and not hub.startswith("#")
+    local = {"config": {"model_args": {"pretrained": "/data/m", "dtype": "float32"}}}
+    folder = command(SimpleNamespace(meta=meta), local, ["phasebench_kv"])
+    assert "revision=" not in folder and folder.startswith("# weights loaded from a local")
+    assert "pretrained=acme/m," in folder and "/data/m" not in folder
+    gguf = {"config": {"model_args": {"pretrained": "acme/m", "gguf_file": "m.Q4_1.gguf"}}}
+    line = command(SimpleNamespace(meta=meta), gguf, ["phasebench_kv"])
+    assert "revision=" not in line and "gguf_file=m.Q4_1.gguf" in line
+
+
+def test_labels_never_overlap_or_leave_the_plot():
+    frame = Frame(360, 300, left=46, right=10, top=10, bottom=40)
+    # ten points on one spot, and points in every corner of the plot
+    points = [(frame.x(1.0), frame.y(1.0), str(i)) for i in range(1, 11)]
+    points += [(frame.x(x), frame.y(y), str(20 + i)) for i, (x, y) in
+               enumerate([(0, 0), (0, 1), (1, 0), (0.5, 0.5)])]  # fmt: skip
+    spots = place_labels(points, frame)
+    from phasebench.leaderboard.charts import _label_box, _overlaps
+
+    boxes = [
+        _label_box(spot[0], spot[1], point[2], spot[2])
+        for point, spot in zip(points, spots, strict=True)
+        if spot is not None
+    ]
+    assert all(spot is not None for spot in spots[10:])  # every lone point is labelled
+    assert sum(spot is not None for spot in spots[:10]) >= 3  # a pile in a corner: some
+    for i, a in enumerate(boxes):
+        assert frame.left < a[0] and a[2] <= frame.width - frame.right
+        assert frame.top <= a[1] and a[3] <= frame.height - frame.bottom
+        assert not any(_overlaps(a, b) for b in boxes[i + 1 :])
+
+
+def test_the_filter_keeps_what_differs():
+    press = "kvpress 0.5.5 ChunkPress(press=KnormPress(compression_ratio=0.1), chunk_length="
+    values = [press + "8)", press + "4)"]
+    texts = [text for _, text in filter_options(values)]
+    assert texts[0].endswith("chunk_length=4)") and texts[1].endswith("chunk_length=8)")
+    assert not any(t.startswith("kvpress 0.5.5") for t in texts)

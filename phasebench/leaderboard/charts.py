@@ -118,7 +118,7 @@ def place_labels(
     out: list[tuple[float, float, str] | None] = []
     for x, y, text in points:
         spot = None
-        for ring in (1, 2, 3, 4):
+        for ring in range(1, 7):
             d = 6 * ring
             for dx, dy, anchor in ((d, 4, "start"), (-d, 4, "end"), (0, -d - 1, "middle"),
                                    (0, d + 9, "middle"), (d, -d, "start"), (-d, -d, "end"),
