@@ -1,10 +1,10 @@
 """Render the static site from ``leaderboard.json``. Displays numbers; never computes a statistic.
 
 Pages are jinja2 templates with autoescaping (every string from a submission is text, never
-markup). The site is one index of boards, one page per board (one task at one length), one page
-per model, so no page carries every row. Charts are inline SVG drawn by the templates from
-:mod:`phasebench.leaderboard.charts`, so they follow the page's colours and filters; the only
-script is the local ``leaderboard.js``. Nothing is loaded from the network.
+markup). The site is one index of boards, one page per board (one task at one length, modulus
+and axis), one page per model, so no page carries every row. Charts are inline SVG drawn by
+the templates from :mod:`phasebench.leaderboard.charts`, so they follow the page's colours and
+filters; the only script is the local ``leaderboard.js``. Nothing is loaded from the network.
 
 Pages are written with plain writes: :func:`build_site` renders into a staging folder that is
 swapped in whole, so a failure never leaves a half-written site.
