@@ -20,6 +20,7 @@ The bootstrap and permutation settings every computation shares (:data:`N_BOOT`,
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -38,6 +39,14 @@ __all__ = [
     "N_PERM",
     "SEED",
     "RENAMED_SINCE_FORMAT_1",
+    "FLAT",
+    "POWER",
+    "PRELIMINARY_GAP",
+    "MISSING",
+    "detectable_gap",
+    "format_interval",
+    "format_value",
+    "get",
     "PhaseData",
     "Statistic",
     "length_axis",
@@ -56,6 +65,14 @@ SEED = 0
 ALPHA = 0.05
 #: DeepSeek-V4's CSA stride: the period the reported phase-lock rate tests code margins against.
 LOCK_STRIDE = 4
+#: Evidence strength: a run is *preliminary* when the gap test of its design (base items x
+#: phases) cannot detect a best-minus-lowest gap of :data:`PRELIMINARY_GAP` with :data:`POWER`
+#: (``phasebench power``'s simulation, at 50% accuracy where noise is largest, level ALPHA).
+PRELIMINARY_GAP = 0.20
+POWER = 0.8
+#: What every surface writes for the weak phase of a flat profile (every phase scored the same):
+#: there is no weak phase to name. The exports leave the cell empty.
+FLAT = "none (flat)"
 #: Summary keys renamed since report format 1 (old -> new): a margin family's sweeps and
 #: phase-lock rates were filed under the code family's name.
 RENAMED_SINCE_FORMAT_1 = {"code": "margin_sweeps"}
@@ -132,6 +149,25 @@ class Statistic:
     #: Where the value sits in a summary when not at ``summary[key]``.
     read: Callable[[Mapping[str, Any]], Any] | None = None
     permutation: bool = False
+    #: What tells this statistic from a neighbour of a similar name, under its label in a
+    #: column heading ("cross-fitted", "best − lowest phase").
+    qualifier: str = ""
+    #: Its name in a leaderboard row and the exports where that differs from ``key`` (the
+    #: plain minimum is the summary's ``worst_phase`` and the exports' ``lowest_phase``, so
+    #: that no export calls "worst phase" a number the site calls "lowest phase").
+    export: str | None = None
+
+    @property
+    def column(self) -> str:
+        """Its name in a leaderboard row and the exports."""
+        return self.export or self.key
+
+    @property
+    def column_interval(self) -> str | None:
+        """The name of its interval in a leaderboard row (``None`` without an interval)."""
+        if self.interval is None:
+            return None
+        return self.interval if self.export is None else f"{self.export}_ci"
 
     def value(self, summary: Mapping[str, Any]) -> Any:
         """This statistic's value in ``summary`` (None where the summary lacks it)."""
@@ -147,6 +183,44 @@ class Statistic:
             return (None, None)
         lo, hi = summary.get(self.interval) or (None, None)
         return lo, hi
+
+
+def _weak_phase(summary: Mapping[str, Any]) -> Any:
+    """The weak phase's index, or None for a flat profile (no phase is weaker: :data:`FLAT`)."""
+    best, worst = summary.get("best_phase"), summary.get("worst_phase")
+    if best is not None and worst is not None and best == worst:
+        return None
+    return summary.get("worst_phase_index")
+
+
+@functools.lru_cache(maxsize=256)
+def detectable_gap(n_base: int, phases: int) -> float:
+    """The smallest best-minus-lowest gap (fraction, on a 0.02 grid) that the gap test of a
+    design with ``n_base`` base items at ``phases`` phases detects with :data:`POWER`, by the
+    simulation of ``phasebench power`` (:func:`phasebench.stats.power_curve`) at 50% accuracy;
+    1.0 when no gap below 100 points is detected that often."""
+    from phasebench.stats import power_curve
+
+    if n_base < 1 or phases < 2:
+        return 1.0
+    grid = [k / 50 for k in range(1, 50)]
+    lo, hi = -1, len(grid)  # power rises with the gap: bisect for the first grid point
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if power_curve(n_base, 0.5, grid[mid], phases, ALPHA) >= POWER:
+            hi = mid
+        else:
+            lo = mid
+    return grid[hi] if hi < len(grid) else 1.0
+
+
+def _detectable(data: PhaseData) -> float:
+    units, phases = data.matrix.shape
+    return detectable_gap(int(units), int(phases))
+
+
+def _preliminary(data: PhaseData) -> bool:
+    return _detectable(data) > PRELIMINARY_GAP + 1e-9
 
 
 def _lock_rate(summary: Mapping[str, Any]) -> Any:
@@ -184,7 +258,7 @@ def on_axes(stat: Statistic, axes: str) -> bool:
 BUILTIN: tuple[Statistic, ...] = (
     Statistic(
         "worst_phase_crossfit", "worst phase", "%", metric="acc_worst_phase_crossfit",
-        metric_set="compact", interval="worst_phase_crossfit_ci",
+        metric_set="compact", interval="worst_phase_crossfit_ci", qualifier="cross-fitted",
         help="the accuracy of the weakest phase, measured without selection bias: the base items "
         "are split in half at random, the weakest phase is picked on one half and measured on "
         "the other (both ways, averaged over many splits). The leaderboard ranks by it; the "
@@ -198,12 +272,13 @@ BUILTIN: tuple[Statistic, ...] = (
     ),
     Statistic(
         "gap", "gap", "pp", metric="phase_gap", metric_set="compact", higher_is_better=False,
-        interval="gap_ci",
-        help="best phase minus lowest phase, in percentage points; noise alone gives some gap "
-        "(see null gap), so a gap counts only when it is significant",
+        interval="gap_ci", qualifier="best − lowest phase",
+        help="best phase minus lowest phase (both as measured, not cross-fitted), in percentage "
+        "points; noise alone gives some gap (see null gap), so a gap counts only when it is "
+        "significant",
     ),
     Statistic(
-        "significant", "significant", "flag", shown_with="gap",
+        "significant", "significant", "flag", shown_with="gap", symbol="*",
         help="the gap clears the permutation null (p <= 0.05); marked *",
     ),
     Statistic(
@@ -222,18 +297,21 @@ BUILTIN: tuple[Statistic, ...] = (
     ),
     Statistic(
         "worst_phase", "lowest phase", "%", metric="acc_worst_phase", metric_set="compact",
-        interval="worst_phase_ci",
+        interval="worst_phase_ci", qualifier="plain minimum", export="lowest_phase",
         help="the lowest of the per-phase accuracies as measured; the minimum of noisy "
         "estimates, so biased low, the more so the fewer the items",
     ),
     Statistic(
         "worst_phase_index", "weak phase", "phase", shown_with="worst_phase", symbol="weak",
-        help="which phase (0 to P-1) has the lowest accuracy; a constant prefix (BOS, chat "
-        "template) renames phases cyclically, so this can move between setups while the "
-        "worst phase and the gap do not",
+        read=_weak_phase,
+        help=f"which phase (0 to P-1) has the lowest accuracy; {FLAT} when every phase scored "
+        "the same (the exports leave it empty); a constant prefix (BOS, chat template) renames "
+        "phases cyclically, so this can move between setups while the worst phase and the gap "
+        "do not",
     ),
     Statistic(
         "best_phase", "best phase", "%", metric="acc_best_phase", site=False,
+        qualifier="plain maximum",
         help="the highest per-phase accuracy",
     ),
     Statistic(
@@ -244,7 +322,24 @@ BUILTIN: tuple[Statistic, ...] = (
         "dominant_period", "period", "tokens",
         help="the shortest stride, in tokens, whose repeating pattern explains the per-phase "
         "accuracies up to noise (Fourier analysis over the phases); named only for a "
-        "significant gap. Chunked compression with stride S shows period S",
+        "significant gap. Chunked compression with stride S shows period S or a multiple of "
+        "it (a chunk of 6 read at modulus 12 can show period 12); — means no pattern beyond "
+        "noise",
+    ),
+    Statistic(
+        "detectable_gap", "detectable gap", "pp", higher_is_better=None, axis="any",
+        compute=_detectable, qualifier=f"at {POWER:.0%} power",
+        help=f"the smallest gap (best minus lowest phase) this run's design, its base items "
+        f"times phases, detects with {POWER:.0%} power at level {ALPHA}, by the simulation of "
+        f"phasebench power at 50% accuracy (where noise is largest); a run that cannot see a "
+        f"gap of {100 * PRELIMINARY_GAP:.0f} points is preliminary",
+    ),
+    Statistic(
+        "preliminary", "preliminary", "flag", axis="any", compute=_preliminary,
+        shown_with="detectable_gap", symbol="preliminary",
+        help=f"the design cannot detect a gap of {100 * PRELIMINARY_GAP:.0f} points with "
+        f"{POWER:.0%} power (too few base items for its phases): its numbers are shown, marked, "
+        "and never called the leader of a board",
     ),
     Statistic(
         "consistent_periods", "consistent periods", "tokens", shown_with="dominant_period",
@@ -354,3 +449,54 @@ def format_p(value: float | None, n_perm: int | None = N_PERM) -> str | None:
     if n_perm and value <= 1.0 / (1 + n_perm) * (1 + 1e-9):
         return f"< {1.0 / n_perm:.3g}"
     return f"{value:.3g}"
+
+
+#: A missing value, as every page writes it.
+MISSING = "—"
+
+
+def format_value(stat: Statistic, value: Any, n_perm: int | None = N_PERM) -> str:
+    """One statistic's value as the site, the badges and the exports' readers write it, from
+    its unit: ``45.0%``, ``12.3 pp``, ``p = 0.0123`` (``p < 0.001`` at the permutation floor),
+    ``8 tokens``, ``phase 3`` (:data:`FLAT` for no weak phase), ``+0.123`` nats, ``yes``."""
+    if stat.unit == "phase":
+        return FLAT if value is None else f"phase {value}"
+    if value is None:
+        return MISSING
+    if stat.unit == "%":
+        return f"{100 * value:.1f}%"
+    if stat.unit == "pp":
+        return f"{100 * value:.1f} pp"
+    if stat.unit == "p":
+        shown = format_p(value, n_perm if stat.permutation else None)
+        return f"p {shown}" if shown.startswith("<") else f"p = {shown}"
+    if stat.unit == "tokens":
+        if isinstance(value, list):  # several periods, each consistent with the data
+            return " or ".join(str(v) for v in value) + " tokens" if value else MISSING
+        return f"{value} tokens"
+    if stat.unit == "nats":
+        return f"{value:+.3f}"
+    if stat.unit == "flag":
+        return "yes" if value else "no"
+    return f"{value:.2f}" if isinstance(value, float) else str(value)
+
+
+def format_interval(stat: Statistic, interval: Any) -> str:
+    """An interval in its statistic's unit (``[30.1–60.2%]``, ``[4.0–20.5 pp]``); empty when
+    there is none."""
+    if not interval or interval[0] is None or interval[1] is None:
+        return ""
+    lo, hi = interval
+    if stat.unit in ("%", "pp"):
+        return f"[{100 * lo:.1f}–{100 * hi:.1f}{'%' if stat.unit == '%' else ' pp'}]"
+    return f"[{lo:+.3f}, {hi:+.3f}]" if stat.unit == "nats" else f"[{lo:.3g}–{hi:.3g}]"
+
+
+def get(key: str) -> Statistic:
+    """The declared statistic named ``key``."""
+    for stat in _REGISTRY:
+        if stat.key == key:
+            return stat
+    from phasebench.errors import StatsError
+
+    raise StatsError(f"no statistic named {key!r} is declared")

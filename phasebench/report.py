@@ -563,8 +563,8 @@ def format_value(stat: metrics.Statistic, value: Any) -> str:
         return "n/a" if value is None else ("yes" if value else "no")
     if stat.unit == "number":
         return "n/a" if value is None else f"{value:.2f}"
-    if stat.unit == "phase":
-        return "n/a" if value is None else f"phase {value}"
+    if stat.unit == "phase":  # None: a flat profile has no weak phase
+        return metrics.FLAT if value is None else f"phase {value}"
     if isinstance(value, list):  # several periods, each consistent with the data
         return " or ".join(str(v) for v in value) if value else "none"
     if value is None and stat.shown_with is not None:

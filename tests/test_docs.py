@@ -147,6 +147,7 @@ COLUMNS = {
     "average": ("percent", "acc"),
     "worst": ("percent", "worst_phase"),
     "worst phase": ("percent", "worst_phase"),
+    "lowest phase": ("percent", "worst_phase"),
     "worst x-fit": ("percent", "worst_phase_crossfit"),
     "best": ("percent", "best_phase"),
     "gap": ("percent_ci", "gap"),

@@ -54,7 +54,7 @@ def test_valid_submission_is_accepted_with_its_scores(tmp_path, submission_rows,
     assert [s.name for s in outcome.accepted] == [f"acme__phase-model/{REVISION}"]
     board = score(outcome)
     (row,) = board["rows"]
-    assert row["worst_phase"] == 0.0 and row["best_phase"] == 1.0 and row["acc"] == 0.5
+    assert row["lowest_phase"] == 0.0 and row["best_phase"] == 1.0 and row["acc"] == 0.5
     assert row["significant"] and row["dominant_period"] == 4 and row["rank_worst"] == 1
 
 

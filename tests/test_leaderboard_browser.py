@@ -9,6 +9,7 @@ import functools
 import http.server
 import json
 import os
+import re
 import threading
 from pathlib import Path
 
@@ -205,8 +206,8 @@ def test_rank_mode_changes_heading_title_and_url(server, site):
         page = browser.new_page(viewport={"width": 1280, "height": 800})
         page.goto(url)
         heading = page.locator("h1").inner_text()
-        assert "ranked by cross-fitted worst phase" in heading
-        assert "ranked by cross-fitted worst phase" in page.title()
+        assert "ranked by worst phase (cross-fitted)" in heading
+        assert "ranked by worst phase (cross-fitted)" in page.title()
         page.check("input[name=rank-by][value=average]")
         assert page.locator("h1").inner_text().endswith("ranked by average")
         assert "ranked by average" in page.title() and "rank=average" in page.url
@@ -220,39 +221,68 @@ def test_rank_mode_changes_heading_title_and_url(server, site):
         assert fresh.is_checked("input[name=rank-by][value=average]")
 
 
-@pytest.mark.slow
-def test_chart_follows_the_filters_and_labels_highlighted_points_only(server, site):
-    url = _board_url(server, site)
-    with chromium() as browser:
-        page = browser.new_page(viewport={"width": 1280, "height": 800})
-        page.goto(url)
-        points = page.locator("#scatter .pt")
-        assert points.count() == 5
-        # every point is named by model and variant
-        titles = _titles(page)
-        assert any(t.startswith("acme/pressed · kvpress-snapkv-r0.25:") for t in titles)
-        assert any(t.startswith("acme/pressed · kvpress-knorm-r0.25:") for t in titles)
-        labels = _visible_labels(page)
-        assert labels == _models(page)[:3]  # the first three rows, no more
-        page.fill("#text-filter", "pressed")
-        assert page.locator("#scatter .pt:not(.off)").count() == 2
-        assert sorted(_visible_labels(page)) == sorted(_models(page))
-        page.fill("#text-filter", "")
-        # pointing at a row labels its point
-        last = page.locator("#leaderboard tbody tr").last
-        name = last.locator("th.c-model").get_attribute("data-v")
-        assert name not in _visible_labels(page)
-        last.hover()
-        assert name in _visible_labels(page)
+def _label_boxes(page) -> tuple[dict, list[dict]]:
+    """The chart's box and the box of every label drawn, in page pixels."""
+    return page.evaluate(
+        """() => { const svg = document.querySelector('#scatter');
+        const box = r => ({l: r.left, r: r.right, t: r.top, b: r.bottom});
+        const labels = Array.from(svg.querySelectorAll('.pt text')).filter(t =>
+            getComputedStyle(t.parentNode).display !== 'none').map(t =>
+            box(t.getBoundingClientRect()));
+        return [box(svg.getBoundingClientRect()), labels]; }"""
+    )
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("width", WIDTHS)
-def test_rank_model_and_header_stay_put_while_the_table_scrolls(server, site, width):
+def test_chart_comes_first_follows_the_filters_and_its_labels_never_collide(server, site, width):
     url = _board_url(server, site)
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": width, "height": 800})
+        page.goto(url)
+        chart = page.locator("#scatter").bounding_box()
+        table = page.locator("#leaderboard").bounding_box()
+        assert chart["y"] < table["y"]  # what the average hides comes first
+        points = page.locator("#scatter .pt")
+        assert points.count() == 5
+        titles = _titles(page)  # every point is named by model and variant
+        assert any(re.match(r"\d+\. acme/pressed · kvpress-snapkv-r0.25:", t) for t in titles)
+        assert any(re.match(r"\d+\. acme/pressed · kvpress-knorm-r0.25:", t) for t in titles)
+        # each point is numbered by its place in the table; the numbers lie inside the
+        # chart and no two overlap
+        places = page.locator("#leaderboard tbody tr .place").all_inner_texts()
+        assert sorted(_visible_labels(page), key=int) == sorted(places, key=int)
+        svg, boxes = _label_boxes(page)
+        for i, a in enumerate(boxes):
+            assert svg["l"] <= a["l"] and a["r"] <= svg["r"] and svg["t"] <= a["t"] <= svg["b"]
+            for b in boxes[i + 1 :]:
+                assert a["r"] <= b["l"] or b["r"] <= a["l"] or a["b"] <= b["t"] or b["b"] <= a["t"]
+        # the text stays legible on a phone: at least 10 px
+        size = page.locator("#scatter .pt text").first.evaluate(
+            "t => t.getBoundingClientRect().height"
+        )
+        assert size >= 10
+        page.fill("#text-filter", "pressed")
+        assert page.locator("#scatter .pt:not(.off)").count() == 2
+        assert len(_visible_labels(page)) == 2
+        page.fill("#text-filter", "")
+        # pointing at a row marks its point
+        if width == 1280:
+            last = page.locator("#leaderboard tbody tr").last
+            index = last.get_attribute("data-order")
+            last.hover()
+            assert "focus" in page.locator(f"#scatter .pt[data-i='{index}']").get_attribute("class")
+
+
+@pytest.mark.slow
+def test_rank_model_and_header_stay_put_while_the_table_scrolls(server, site):
+    url, width = _board_url(server, site), 1280
     with chromium() as browser:
         page = browser.new_page(viewport={"width": width, "height": 700})
         page.goto(url)
+        # every score column fits at 1280 px without scrolling sideways
+        region = page.locator(".table-scroll")
+        assert region.evaluate("el => el.scrollWidth <= el.clientWidth")
         page.check("#show-phases")
         region = page.locator(".table-scroll")
         assert region.evaluate("el => el.scrollWidth > el.clientWidth")
@@ -279,23 +309,25 @@ def test_rank_model_and_header_stay_put_while_the_table_scrolls(server, site, wi
 
 
 @pytest.mark.slow
-def test_on_a_phone_the_scores_come_before_the_kv_cache_text(server, site):
+def test_on_a_phone_every_row_shows_worst_phase_average_and_gap(server, site):
     url = _board_url(server, site)
     with chromium() as browser:
         page = browser.new_page(viewport={"width": 390, "height": 844})
         page.goto(url)
-        keys = page.locator("#leaderboard thead th").evaluate_all(
-            "ths => ths.map(th => th.dataset.key)"
-        )
-        assert keys.index("worst") < keys.index("kv_cache") and keys[:3] == [
-            "rank",
-            "model",
-            "worst",
-        ]
-        worst = page.locator("#leaderboard thead th[data-key=worst]").bounding_box()
-        assert worst["x"] + 40 < 390  # the first score starts on screen
+        region = page.locator(".table-scroll")
+        assert region.evaluate("el => el.scrollWidth <= el.clientWidth")  # no sideways scroll
+        rows = page.locator("#leaderboard tbody tr")
+        assert rows.count() == 5
+        for i in range(rows.count()):
+            for key in ("worst_phase_crossfit", "acc", "gap"):
+                cell = rows.nth(i).locator(f"td.s-{key}")
+                box = cell.bounding_box()
+                assert box and box["x"] >= 0 and box["x"] + box["width"] <= 390, (i, key, box)
+                heading = cell.evaluate("c => getComputedStyle(c, '::before').content")
+                assert heading.strip('"') in {"worst phase", "average", "gap"}  # its words
+                assert re.search(r"\d+\.\d(%| pp)", cell.inner_text())
         kv = page.locator("#leaderboard tbody td.c-kv").all_inner_texts()
-        assert LONG_KV not in kv and any(t.endswith("…") for t in kv)
+        assert not any(LONG_KV in t for t in kv) and any(t.endswith("…") for t in kv)
         page.locator("th.c-model", has_text="kvpress-snapkv").locator("a").click()
         page.wait_for_load_state("networkidle")
         assert LONG_KV in page.locator("main").inner_text()  # whole on the model page
@@ -363,6 +395,13 @@ def test_dark_mode_follows_the_system_setting(server):
         assert colours["light"] == ["rgb(255, 255, 255)", "rgb(34, 34, 34)"]
         background, text = colours["dark"]
         assert background == "rgb(18, 20, 23)" and text == "rgb(230, 230, 230)"
+        # a followed #glossary link leaves the glossary on the page's own background
+        page = browser.new_page(color_scheme="dark")
+        page.goto(f"{server}/index.html#glossary")
+        shade = page.evaluate(
+            "() => getComputedStyle(document.getElementById('glossary')).backgroundColor"
+        )
+        assert shade in ("rgba(0, 0, 0, 0)", "transparent", background)
 
 
 def _every_page(site: Path, server: str, browser, built: str, axe_all: bool = True) -> list[str]:
@@ -412,38 +451,61 @@ def test_every_page_fits_and_passes_axe(server, site):
 def test_shipped_examples_site_in_chromium(tmp_path):
     """The shipped example submissions (real runs) validate from the checkout; every page of
     their site fits 1280 and 390 px, light and dark, with no axe-core violation on one page of
-    each template (every page of the test site is audited above); the kvpress
-    board tells its presses apart everywhere; the SmolLM2 page shows its profiles and a
-    Reproduce command with the model's Hub id. PHASEBENCH_SCREENSHOTS=docs refreshes the
-    pictures docs/leaderboard.md shows."""
+    each template (every page of the test site is audited above). No board mixes moduli (the
+    niah @ 512 runs at modulus 4, 8 and 12 are three boards, each stating its modulus); the
+    random fixture is shown but not ranked and no preliminary entry is called a leader; the
+    kvpress boards tell their presses apart in the chart and the filter; the SmolLM2 GGUF page
+    shows its profiles, links its per-sample logs and its badge, and gives a Reproduce command
+    with the model's Hub id and no revision (the GGUF's hash is not a Hub commit).
+    PHASEBENCH_SCREENSHOTS=docs/img refreshes the pictures docs/leaderboard.md shows."""
     site = tmp_path / "site"
-    outcome = validate_all(ROOT / "leaderboard" / "submissions", cache=tmp_path / "cache")
+    submissions = ROOT / "leaderboard" / "submissions"
+    outcome = validate_all(submissions, cache=tmp_path / "cache")
     assert not outcome.refused, outcome.report_lines()
     models = {s.meta["model"] for s in outcome.accepted}
     assert models == {"phasebench/tiny-random-llama", "HuggingFaceTB/SmolLM2-135M-Instruct"}
     board = score(outcome, load_reported())
-    build_site(board, site)
+    build_site(board, site, submissions=submissions)
     built = json.loads((site / "leaderboard.json").read_text())["built"]
-    kvpress = [r for r in board["rows"] if r["board"] == "phasebench_niah@1024"]
+    for name in {r["board"] for r in board["rows"]}:
+        members = [r for r in board["rows"] if r["board"] == name]
+        assert len({(r["modulus"], r["axis"], r["n_phases"]) for r in members}) == 1, name
+    niah512 = [r for r in board["rows"] if r["task"] == "phasebench_niah" and r["length"] == 512]
+    assert {r["modulus"] for r in niah512} == {4, 8, 12}
+    assert len({r["board"] for r in niah512}) == 3
+    fixture = [r for r in board["rows"] if r["model"] == "phasebench/tiny-random-llama"]
+    assert fixture and all(r["fixture"] and r["rank_worst"] is None for r in fixture)
+    kvpress = [r for r in board["rows"] if r["board"] == "phasebench_niah@1024/m8"]
     assert len(kvpress) == 7 and len({r["variant"] for r in kvpress}) == 7
     target = Path(os.environ.get("PHASEBENCH_SCREENSHOTS") or tmp_path)
     shots = {name: target / f"leaderboard{name}.png" for name in ("", "-board", "-390", "-model")}
     with serve(site) as url, chromium() as browser:
         pages = _every_page(site, url, browser, built, axe_all=False)
-        # code@0, kv@256, kv@512, niah@512 (the kvpress stride sweep), niah@1024 (the kvpress
-        # audit), niah@256 (an earlier sweep baseline); one page per submission (21 shipped)
-        assert sum(p.startswith("boards/") for p in pages) == 6
+        # code@0, kv@256 (the fixture), kv@512 m4, niah@256 m4, niah@512 at m4, m8 and m12
+        # (the kvpress stride sweep), niah@1024 m8 (the kvpress audit); one page per submission
+        assert sum(p.startswith("boards/") for p in pages) == 8
         assert len(outcome.accepted) == 21
         assert sum(p.startswith("models/") for p in pages) == len(outcome.accepted)
         page = browser.new_page(viewport={"width": 1280, "height": 720})
         page.goto(f"{url}/index.html")
+        index = page.locator("main").inner_text()
+        assert "Leader:" not in index  # every shipped entry is preliminary or a fixture
+        assert "Only test fixtures: nothing is ranked." in index
         page.screenshot(path=str(shots[""]))
-        page.goto(f"{url}/{board_page('phasebench_niah@1024')}")
+        for modulus in (4, 8, 12):
+            page.goto(f"{url}/{board_page(f'phasebench_niah@512/m{modulus}')}")
+            facts = page.locator(".board-facts").inner_text()
+            assert f"modulus {modulus}, {modulus} phases" in facts, facts
+        # the filter's options say what differs between the presses, uncut
+        options = page.locator("#kv-filter option").all_inner_texts()[1:]
+        assert len(set(options)) == len(options) >= 4
+        assert all("chunk" in o and not o.endswith("…") for o in options), options
+        page.goto(f"{url}/{board_page('phasebench_niah@1024/m8')}")
         titles = _titles(page)
-        names = {t.split(":")[0] for t in titles}
+        names = {t.split(":")[0].split(". ", 1)[1] for t in titles}
         assert len(names) == 7 and all("kvpress-" in n for n in names), names
-        page.screenshot(path=str(shots["-board"]))
-        page.goto(f"{url}/{board_page('phasebench_code@0')}")
+        page.screenshot(path=str(shots["-board"]), full_page=True)
+        page.goto(f"{url}/{board_page('phasebench_code@0/m8')}")
         page.locator("th.c-model a", has_text="HuggingFaceTB/SmolLM2-135M-Instruct").first.click()
         page.wait_for_load_state("networkidle")
         for selector in ("svg.profile", "svg.strip"):
@@ -452,13 +514,23 @@ def test_shipped_examples_site_in_chromium(tmp_path):
         command = page.locator("pre.command").inner_text()
         assert "pretrained=HuggingFaceTB/SmolLM2-135M-Instruct," in command
         assert "gguf_file=SmolLM2-135M-Instruct.Q4_1.gguf" in command
+        assert "revision=" not in command  # the GGUF's hash is no Hub commit
         assert "site-packages" not in command and "/root" not in command and "/home" not in command
         hub = page.locator("a", has_text="on the Hugging Face Hub").get_attribute("href")
         assert hub == "https://huggingface.co/HuggingFaceTB/SmolLM2-135M-Instruct"
+        # per-sample logs and the badge, served by the site itself
+        links = page.locator(".provenance a[download]")
+        hrefs = links.evaluate_all("as => as.map(a => a.href)")
+        assert any("/samples_" in h for h in hrefs) and any("/results_" in h for h in hrefs)
+        for href in hrefs:
+            assert page.request.get(href).status == 200, href
+        badge = page.locator(".badge-embed img").first.get_attribute("src")
+        answer = page.request.get(f"{url}/models/{badge}")
+        assert answer.status == 200 and "worst phase" in answer.text(), badge
         model_page = page.url
         phone = browser.new_page(viewport={"width": 390, "height": 844})
-        phone.goto(f"{url}/{board_page('phasebench_niah@1024')}")
-        phone.screenshot(path=str(shots["-390"]))
+        phone.goto(f"{url}/{board_page('phasebench_niah@1024/m8')}")
+        phone.screenshot(path=str(shots["-390"]), full_page=True)
         phone.goto(model_page)
         phone.screenshot(path=str(shots["-model"]))
     for shot in shots.values():

@@ -74,9 +74,9 @@ def test_every_accepted_entry_gets_its_eval_results_file(tmp_path, submission_ro
         row = rows[model]
         assert entry.dataset_id == "acme/phasebench" and entry.task_id in tasks
         assert entry.value == round(100 * row["worst_phase_crossfit"], 2)
-        assert entry.source_url == f"{SITE}/boards/phasebench-kv-128.html"
+        assert entry.source_url == f"{SITE}/boards/phasebench-kv-128-m8.html"
         assert f"average {100 * row['acc']:.1f}%" in entry.notes
-        assert f"gap {100 * row['gap']:.1f} pp" in entry.notes
+        assert f"gap (best − lowest phase) {100 * row['gap']:.1f} pp" in entry.notes
         assert entry.date == row["date"]
         assert ("variant kvpress-knorm-r0.25" in entry.notes) == (model == "acme/b")
 

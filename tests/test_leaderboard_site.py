@@ -67,10 +67,13 @@ def test_one_page_per_board_and_an_index_of_leaders(board, site):
         assert page.count('<tr data-order="') == len(members)  # only this board's rows
         slug = Path(board_page(name)).stem
         assert f'id="{slug}"' in index and f'href="{board_page(name)}"' in index
-        assert "ranked by cross-fitted worst phase" in page
+        assert "ranked by worst phase (cross-fitted)" in page
     assert '<tr data-order="' not in index  # the index lists boards, not rows
-    leader = next(r for r in board["rows"] if r["rank_worst"] == 1)
-    assert identity(leader) in index
+    first = next(r for r in board["rows"] if r["rank_worst"] == 1)
+    assert identity(first) in index
+    # 16 base items: ranked first, but preliminary, so never called the leader
+    assert first["preliminary"] and "Leader:" not in index
+    assert "No leader: every entry ranked first is preliminary" in index
 
 
 def test_identity_names_the_variant_everywhere(board, site):
@@ -79,7 +82,7 @@ def test_identity_names_the_variant_everywhere(board, site):
     page = (site / board_page(board["rows"][0]["board"])).read_text()
     chart = page[page.index('<svg class="chart scatter"') :]
     for label in labels:
-        assert f"<title>{label}: average" in chart  # every point names model and variant
+        assert re.search(rf"<title>\d+\. {re.escape(label)}: average", chart)  # model and variant
     for detail in board["models"].values():
         html = (site / [p for p, d in board["models"].items() if d is detail][0]).read_text()
         title = re.search(r"<title>(.*?)</title>", html).group(1)
@@ -91,7 +94,10 @@ def test_identity_names_the_variant_everywhere(board, site):
         )
     # the long KV-cache text is shortened in the table, whole on the model page
     long = next(r["kv_cache"] for r in board["rows"] if r.get("variant"))
-    assert f">{long}<" not in page and f'title="{long}"' in page
+    table = page[page.index('<table id="leaderboard"') :]
+    assert f">{long}<" not in table and f'title="{long}"' in table
+    # the filter names the whole of what differs
+    assert f">{long}</option>" in page
 
 
 def test_exports_carry_the_variant(site):
@@ -138,19 +144,19 @@ def test_p_values_at_the_floor_and_flat_rows(site, board):
     text = "".join(p.read_text() for p in _pages(site))
     assert "p &lt; 0.001" in text and f"{floor['p_value']:.3g}" not in text
     flat = next(r for r in board["rows"] if r["model"] == "acme/flat")
-    assert flat["best_phase"] == flat["worst_phase"]
+    assert flat["best_phase"] == flat["lowest_phase"] and flat["worst_phase_index"] is None
     page = (site / board_page(flat["board"])).read_text()
     row = page[page.index(f'href="../{flat["page"]}"') :]
     row = row[: row.index("</tr>")]
-    assert "none <small>(flat)</small>" in row and ">phase " not in row
+    assert "weak phase: none (flat)" in row and "weak phase 0" not in row
     model = (site / flat["page"]).read_text()
-    assert "weak phase" not in model.split("Provenance")[0].replace("no weak phase", "")
+    assert "weak phase: none (flat)" in model and "weak phase 0" not in model
 
 
 def test_published_figures_have_their_own_page_and_columns(site):
     html = (site / "reported.html").read_text()
     head = html[html.index("<thead>") : html.index("</thead>")]
-    for column in ("model", "task", "KV cache / compression", "average", "worst phase",
+    for column in ("model", "task", "KV cache / compression", "average", "lowest phase",
                    "best phase", "gap", "period", "detail", "source"):  # fmt: skip
         assert f">{column}" in head, column
     assert "DeepSeek-V4-Flash-Base" in html

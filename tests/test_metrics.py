@@ -1,5 +1,5 @@
 """The statistics table: every declared statistic reaches lm-eval's results, the report JSON and
-its tables and every leaderboard export (the site's pages do not loop over it yet). Shown with a
+its tables, every leaderboard export and the site's board, model and glossary pages. Shown with a
 throwaway statistic registered by a module written here (``median phase``, the median of the
 per-phase accuracies), which no reader names: if any kept its own list, it would miss this one."""
 
@@ -118,8 +118,18 @@ def test_a_registered_statistic_reaches_the_report_and_exports(
     ):
         assert table["median_phase"].iloc[0] == pytest.approx(entry["median_phase"])
         assert table["median_phase_hi"].iloc[0] == pytest.approx(max(profile))
-    # the site's pages are still written column by column (not yet from the table)
-    assert (site / "index.html").is_file()
+    # the site's pages read the same table: a column of the board, a line of the model page,
+    # an entry of the glossary, each with the label, the unit-driven value and the help text
+    from phasebench.leaderboard.render import board_page
+
+    shown = metrics.format_value(stat, entry["median_phase"])
+    board_html = (site / board_page(row["board"])).read_text()
+    assert 'data-key="median_phase"' in board_html and f"<b>{shown}</b>" in board_html
+    model_html = (site / row["page"]).read_text()
+    assert 'href="../index.html#g-median_phase">median phase</a>' in model_html
+    assert f"<b>{shown}</b>" in model_html
+    index = (site / "index.html").read_text()
+    assert 'id="g-median_phase"' in index and "a throwaway statistic of the tests" in index
 
 
 def test_the_terminal_table_shows_a_registered_statistic(throwaway, tmp_path, submission_rows):

@@ -219,7 +219,7 @@ def _build(args: argparse.Namespace) -> int:
     )
     reported = None if args.no_reported else load_reported()
     board = score(outcome, reported)
-    build_site(board, out)
+    build_site(board, out, submissions=submissions)
     print("\n".join(outcome.report_lines()))
     print(f"site: {out / 'index.html'}")
     return 0

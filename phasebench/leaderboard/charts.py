@@ -14,6 +14,8 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
+from phasebench import metrics
+
 #: How many of a board's leading points carry a label before a visitor highlights one.
 LABELLED = 3
 #: Colour classes of a cell shaded by accuracy (``heat-0`` lowest); the stylesheet names them.
@@ -84,7 +86,54 @@ def _open(kind: str, id: str, width: float, height: float, title: str) -> str:
 
 
 def _pct(value: float) -> str:
-    return f"{100 * value:.1f}%"
+    return metrics.format_value(metrics.get("acc"), value)
+
+
+#: The most points of one board that carry a number (a 1,000-entry board stays legible).
+NUMBERED = 40
+#: Scatter label size in SVG units (about 11 px at 390 px, 14 px at 1280 px).
+LABEL_PX = 11
+
+
+def _label_box(x: float, y: float, text: str, anchor: str) -> tuple[float, float, float, float]:
+    """The box (x0, y0, x1, y1) a label of digits covers at its baseline ``(x, y)``."""
+    w = 0.62 * LABEL_PX * len(text) + 2
+    x0 = {"start": x, "end": x - w, "middle": x - w / 2}[anchor]
+    return (x0, y - LABEL_PX * 0.8, x0 + w, y + LABEL_PX * 0.2)
+
+
+def _overlaps(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def place_labels(
+    points: Sequence[tuple[float, float, str]], frame: Frame
+) -> list[tuple[float, float, str] | None]:
+    """Where each point's label goes, ``(x, y, anchor)``, or None where no place is free:
+    tried around the point at growing distances, inside the plot area, clear of every label
+    placed before and of every point. Pixels only."""
+    area = (frame.left + 1, frame.top, frame.width - frame.right, frame.height - frame.bottom - 1)
+    dots = [(x - 4.5, y - 4.5, x + 4.5, y + 4.5) for x, y, _ in points]
+    placed: list[tuple[float, ...]] = []
+    out: list[tuple[float, float, str] | None] = []
+    for x, y, text in points:
+        spot = None
+        for ring in range(1, 7):
+            d = 6 * ring
+            for dx, dy, anchor in ((d, 4, "start"), (-d, 4, "end"), (0, -d - 1, "middle"),
+                                   (0, d + 9, "middle"), (d, -d, "start"), (-d, -d, "end"),
+                                   (d, d + 8, "start"), (-d, d + 8, "end")):  # fmt: skip
+                box = _label_box(x + dx, y + dy, text, anchor)
+                inside = (box[0] >= area[0] and box[2] <= area[2] and box[1] >= area[1]
+                          and box[3] <= area[3])  # fmt: skip
+                if inside and not any(_overlaps(box, o) for o in placed + dots):
+                    spot = (round(x + dx, 1), round(y + dy, 1), anchor)
+                    placed.append(box)
+                    break
+            if spot:
+                break
+        out.append(spot)
+    return out
 
 
 def scatter_svg(
@@ -92,24 +141,35 @@ def scatter_svg(
 ) -> Markup:
     """Average (x) against cross-fitted worst phase (y) for one board, one point per row in the
     board's order (``data-i`` is the row's place, which the page's script uses to follow the
-    table); the first :data:`LABELLED` points are highlighted (labelled) to begin with. Every
-    point's tooltip names model and variant."""
-    f = Frame(380, 320)
+    table). A point carries its place in the table as a number (the first :data:`NUMBERED`),
+    placed so that no two labels overlap and none leaves the plot; its tooltip names model
+    and variant with both numbers."""
+    f = Frame(360, 300, left=46, right=10, top=10, bottom=40)
     out = [_open("scatter", id, f.width, f.height, title)]
     out.append(_axes(f, "average (%)", "worst phase, cross-fitted (%)", None))
     out.append(f'<line class="diagonal" x1="{f.x(0)}" y1="{f.y(0)}" x2="{f.x(1)}" y2="{f.y(1)}"/>')
-    for index, (row, label) in enumerate(zip(rows, labels, strict=True)):
+    shown = []
+    for index, row in enumerate(rows):
         acc, worst = row.get("acc"), row.get("worst_phase_crossfit")
-        if acc is None or worst is None:
-            continue
-        x, y = f.x(acc), f.y(worst)
-        end = x > f.width * 0.6
-        name = escape(label)
+        if acc is not None and worst is not None:
+            shown.append((index, f.x(acc), f.y(worst)))
+    numbered = shown[:NUMBERED]
+    spots = place_labels([(x, y, str(i + 1)) for i, x, y in numbered], f)
+    where = {i: spot for (i, _, _), spot in zip(numbered, spots, strict=True)}
+    for index, x, y in shown:
+        row, name = rows[index], escape(labels[index])
+        acc, worst = row["acc"], row["worst_phase_crossfit"]
+        text = ""
+        spot = where.get(index)
+        if spot is not None:
+            text = (
+                f'<text x="{spot[0]}" y="{spot[1]}" text-anchor="{spot[2]}" aria-hidden="true">'
+                f"{index + 1}</text>"
+            )
         out.append(
             f'<g class="pt{" hl" if index < LABELLED else ""}" data-i="{index}">'
-            f'<circle cx="{x}" cy="{y}" r="4"><title>{name}: average {_pct(acc)}, worst phase '
-            f'{_pct(worst)}</title></circle><text x="{x - 7 if end else x + 7}" y="{y - 6}" '
-            f'text-anchor="{"end" if end else "start"}">{name}</text></g>'
+            f'<circle cx="{x}" cy="{y}" r="4"><title>{index + 1}. {name}: average {_pct(acc)}, '
+            f"worst phase {_pct(worst)}</title></circle>{text}</g>"
         )
     out.append("</svg>")
     return Markup("".join(out))
@@ -156,7 +216,11 @@ def margin_strip_svg(code: Mapping[str, Any], id: str, title: str) -> Markup:
     margins = code["margins"]
     finite = [abs(v) for row in margins for v in row if v is not None]
     bound = max(finite) if finite and max(finite) > 0 else 1.0
-    cell_w, cell_h, left, top = 20, 12, 96, 6
+    # the row labels' column is as wide as the longest label (8-unit text, about 5 units a
+    # character), so that none is cut at the left edge
+    longest = max((len(str(p)) for p in code["patterns"]), default=4)
+    cell_w, cell_h, top = 20, 12, 6
+    left = int(max(40, 5.2 * longest + 10))
     steps = max((len(row) for row in margins), default=0)
     width, height = left + steps * cell_w + 8, top + len(margins) * cell_h + 30
     out = [
@@ -195,3 +259,27 @@ def margin_bound(code: Mapping[str, Any]) -> float:
     """The largest margin shown (the end of the colour scale), for the caption."""
     finite = [abs(v) for row in code["margins"] for v in row if v is not None]
     return max(finite) if finite and max(finite) > 0 else 1.0
+
+
+def _text_width(text: str, size: float = 11) -> float:
+    """About how wide ``text`` is at ``size`` in a sans-serif face (a badge's box follows it)."""
+    return round(0.6 * size * len(text) + 12, 1)
+
+
+def badge_svg(label: str, value: str, title: str, *, warn: bool = False) -> str:
+    """A small self-contained SVG badge (``label | value``) a model card can embed: its own
+    colours and font, no script, no external reference; ``warn`` shades the value (a
+    preliminary entry, a board without a leader)."""
+    left, right = _text_width(label), _text_width(value)
+    width, height = left + right, 20
+    colour = "#b35900" if warn else "#08519c"
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title)}">'
+        f"<title>{escape(title)}</title>"
+        f'<rect width="{left}" height="{height}" fill="#333333"/>'
+        f'<rect x="{left}" width="{right}" height="{height}" fill="{colour}"/>'
+        '<g fill="#ffffff" font-family="Verdana,DejaVu Sans,sans-serif" font-size="11">'
+        f'<text x="6" y="14">{escape(label)}</text>'
+        f'<text x="{left + 6}" y="14">{escape(value)}</text></g></svg>\n'
+    )

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from phasebench import metrics
 from phasebench.atomic import atomic_write_text, staged_folder
 from phasebench.errors import OutputError
 from phasebench.families import names as family_names
@@ -50,17 +51,14 @@ def _family(task: str) -> str:
 
 
 def _notes(row: Mapping[str, Any], variant: str | None) -> str:
-    def pct(value: Any) -> str:
-        return "n/a" if value is None else f"{100 * value:.1f}%"
-
-    gap = "n/a" if row.get("gap") is None else f"{100 * row['gap']:.1f} pp"
-    interval = row.get("gap_ci") or [None, None]
-    if gap != "n/a" and None not in interval:
-        gap += f" [{100 * interval[0]:.1f}, {100 * interval[1]:.1f}]"
+    # the site's words and formatter (phasebench.metrics), so a card reads like the board
+    worst, acc, gap = (metrics.get(k) for k in ("worst_phase_crossfit", "acc", "gap"))
+    gap_text = metrics.format_value(gap, row.get(gap.column))
+    interval = metrics.format_interval(gap, row.get(gap.column_interval))
     parts = [
-        f"worst phase (cross-fitted) {pct(row.get('worst_phase_crossfit'))}",
-        f"average {pct(row.get('acc'))}",
-        f"gap {gap}",
+        f"{worst.label} ({worst.qualifier}) {metrics.format_value(worst, row.get(worst.column))}",
+        f"{acc.label} {metrics.format_value(acc, row.get(acc.column))}",
+        f"{gap.label} ({gap.qualifier}) {gap_text}" + (f" {interval}" if interval else ""),
         f"{row['task']} at {row['length']} tokens",
     ]
     if variant:

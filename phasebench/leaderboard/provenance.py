@@ -23,15 +23,16 @@ def portable_model_args(raw: RawSubmission, logged: Any) -> str:
     """``--model_args`` another machine can run: the model and revision from submission.yaml,
     the tokenizer arguments it declares, then the run's other logged arguments (``dtype``,
     ``max_length``, ...) whose values are portable. Local paths (``pretrained=/home/...``,
-    ``.../site-packages/...``) never reach the page."""
-    args: dict[str, str] = {
-        "pretrained": str(raw.meta["model"]),
-        "revision": str(raw.meta["revision"]),
-    }
+    ``.../site-packages/...``) never reach the page. The revision is passed only when the run
+    loaded the model by its Hub id (:func:`loaded_from_hub`): for a local folder or a GGUF file
+    it is a hash of the weights, which the Hub would refuse as a commit."""
     if isinstance(logged, str):  # older lm-eval versions log the argument string
         logged = dict(part.split("=", 1) for part in logged.split(",") if "=" in part)
     if not isinstance(logged, dict):
         logged = {}
+    args: dict[str, str] = {"pretrained": str(raw.meta["model"])}
+    if loaded_from_hub(raw, logged):
+        args["revision"] = str(raw.meta["revision"])
     tokenizer = raw.meta.get("tokenizer") or {}
     name = str(tokenizer.get("name") or "")
     if logged.get("tokenizer") and "/" in name and _PORTABLE.match(name):
@@ -50,6 +51,25 @@ def portable_model_args(raw: RawSubmission, logged: Any) -> str:
         ):
             args[str(key)] = text
     return ",".join(f"{k}={v}" for k, v in args.items())
+
+
+def loaded_from_hub(raw: RawSubmission, logged: Any) -> bool:
+    """Whether the run loaded the model by its Hub id at a Hub revision: its logged
+    ``pretrained`` is the submission's model id and no GGUF file was named."""
+    if not isinstance(logged, dict):
+        return True
+    tokenizer_args = (raw.meta.get("tokenizer") or {}).get("args") or {}
+    if "gguf_file" in logged or "gguf_file" in tokenizer_args:
+        return False
+    return str(logged.get("pretrained", raw.meta["model"])) == str(raw.meta["model"])
+
+
+#: The line the command carries where the weights did not come from the Hub by id.
+LOCAL_NOTE = (
+    "# weights loaded from a local folder or file: no Hub revision is passed (the submission's "
+    "revision is a hash of the weights); point pretrained= at your copy if {model} is not on "
+    "the Hub"
+)
 
 
 def command(raw: RawSubmission, results: dict, tasks: Sequence[str]) -> str:
@@ -72,7 +92,12 @@ def command(raw: RawSubmission, results: dict, tasks: Sequence[str]) -> str:
         command += ["--metadata", json.dumps(knobs, sort_keys=True, separators=(",", ":"))]
     if raw.meta["chat_template"]:
         command.append("--apply_chat_template")
-    return shlex.join(command)
+    logged = config.get("model_args")
+    if isinstance(logged, str):
+        logged = dict(part.split("=", 1) for part in logged.split(",") if "=" in part)
+    if loaded_from_hub(raw, logged):
+        return shlex.join(command)
+    return LOCAL_NOTE.format(model=raw.meta["model"]) + "\n" + shlex.join(command)
 
 
 def provenance(raw: RawSubmission, found: Mapping[str, tuple[Path, dict]]) -> dict[str, Any]:

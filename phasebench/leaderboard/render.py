@@ -1,10 +1,10 @@
 """Render the static site from ``leaderboard.json``. Displays numbers; never computes a statistic.
 
 Pages are jinja2 templates with autoescaping (every string from a submission is text, never
-markup). The site is one index of boards, one page per board (one task at one length), one page
-per model, so no page carries every row. Charts are inline SVG drawn by the templates from
-:mod:`phasebench.leaderboard.charts`, so they follow the page's colours and filters; the only
-script is the local ``leaderboard.js``. Nothing is loaded from the network.
+markup). The site is one index of boards, one page per board (one task at one length, modulus
+and axis), one page per model, so no page carries every row. Charts are inline SVG drawn by
+the templates from :mod:`phasebench.leaderboard.charts`, so they follow the page's colours and
+filters; the only script is the local ``leaderboard.js``. Nothing is loaded from the network.
 
 Pages are written with plain writes: :func:`build_site` renders into a staging folder that is
 swapped in whole, so a failure never leaves a half-written site.
@@ -25,7 +25,7 @@ import jinja2
 
 from phasebench import metrics
 from phasebench._version import __version__
-from phasebench.atomic import atomic_write_text, check_replaceable, staged_folder
+from phasebench.atomic import atomic_copy, atomic_write_text, check_replaceable, staged_folder
 from phasebench.errors import OutputError
 from phasebench.leaderboard import charts
 
@@ -46,53 +46,78 @@ def environment() -> jinja2.Environment:
         keep_trailing_newline=True,
         auto_reload=False,
     )
-    env.filters["pct"] = _pct
-    env.filters["pp"] = _pp
-    env.filters["ci"] = _ci
-    env.filters["ci_pp"] = functools.partial(_ci, unit=" pp")
-    env.filters["p"] = _p
-    env.filters["tokens"] = _tokens
+    env.filters["pct"] = functools.partial(_by_unit, "%")
+    env.filters["pp"] = functools.partial(_by_unit, "pp")
+    env.filters["ci"] = functools.partial(_interval_by_unit, "%")
+    env.filters["tokens"] = functools.partial(_by_unit, "tokens")
+    env.filters["fmt"] = metrics.format_value
+    env.filters["ival"] = metrics.format_interval
+    env.filters["note"] = note
     env.filters["identity"] = identity
     env.filters["key"] = _key
     env.filters["serving"] = lambda s: _serving(s) if s else ""
     env.filters["short"] = _short
     env.filters["heat"] = charts.heat_class
+    env.filters["labelled"] = lambda row: (row, identity(row))
     return env
 
 
 # Every value carries its unit: accuracies in %, gaps (differences of two percentages) in
-# percentage points, periods in tokens. These format numbers; they never compute one.
+# percentage points, periods in tokens. One formatter, driven by the unit, writes all of them
+# (:func:`metrics.format_value`); these never compute a number.
+
+_UNITS = {unit: metrics.Statistic(unit, unit, unit) for unit in ("%", "pp", "tokens")}
 
 
-def _pct(value: Any, digits: int = 1) -> str:
-    return "—" if value is None else f"{100 * value:.{digits}f}%"
+def _by_unit(unit: str, value: Any) -> str:
+    """A value with no statistic behind it (a per-phase cell, a published figure) in ``unit``."""
+    return metrics.format_value(_UNITS[unit], value)
 
 
-def _pp(value: Any) -> str:
-    return "—" if value is None else f"{100 * value:.1f} pp"
+def _interval_by_unit(unit: str, interval: Sequence[Any] | None) -> str:
+    return metrics.format_interval(_UNITS[unit], interval)
 
 
-def _ci(interval: Sequence[Any] | None, unit: str = "%") -> str:
-    if not interval or interval[0] is None or interval[1] is None:
-        return ""
-    return f"[{100 * interval[0]:.1f}–{100 * interval[1]:.1f}{unit}]"
+def note(stat: metrics.Statistic, value: Any, n_perm: int | None = None) -> str:
+    """A statistic shown beside another (``shown_with``), as the site writes it: ``p = 0.01``,
+    ``null gap 3.1 pp``, ``weak phase 3``, ``weak phase: none (flat)``."""
+    if stat.unit == "p":
+        return metrics.format_value(stat, value, n_perm)
+    if stat.unit == "phase":
+        return f"{stat.label}: {metrics.FLAT}" if value is None else f"{stat.label} {value}"
+    return f"{stat.symbol or stat.label} {metrics.format_value(stat, value, n_perm)}"
 
 
-def _p(value: Any, n_perm: int | None = None) -> str:
-    """``p = 0.0123``, or ``p < 0.001`` at the permutation floor (:func:`metrics.format_p`)."""
-    shown = metrics.format_p(value, n_perm)
-    if shown is None:
-        return "p —"
-    return f"p {shown}" if shown.startswith("<") else f"p = {shown}"
+def unit_text(stat: metrics.Statistic) -> str:
+    """What a column heading says under a statistic's label: what tells it apart, its unit,
+    and its interval."""
+    unit = {"%": "%", "pp": "pp", "tokens": "tokens", "nats": "nats"}.get(stat.unit, "")
+    parts = [p for p in (stat.qualifier, unit) if p]
+    text = ", ".join(parts)
+    return text + (" ± 95% CI" if stat.interval else "")
+
+
+def site_columns() -> list[dict[str, Any]]:
+    """The board's score columns and the model page's summary lines, from the statistics table:
+    each statistic the site shows on its own, with those shown beside it (``shown_with``)."""
+    declared = metrics.statistics()
+    return [
+        {"stat": stat, "notes": [n for n in declared if n.shown_with == stat.key and n.site]}
+        for stat in declared
+        if stat.site and stat.shown_with is None and not stat.per_phase
+    ]
+
+
+def glossary_entries() -> list[metrics.Statistic]:
+    """Every statistic a page or an export shows, for the glossary (its ``help``)."""
+    return [s for s in metrics.statistics() if s.site or s.exported]
 
 
 def _key(value: Any) -> str:
     """A number as a sort key in the page (``data-v``): 6 significant digits, empty if missing."""
-    return "" if value is None else f"{value:.6g}"
-
-
-def _tokens(value: Any) -> str:
-    return "—" if value is None else f"{value} tokens"
+    if value is None:
+        return ""
+    return f"{value:d}" if isinstance(value, bool) else f"{value:.6g}"
 
 
 # -- identity and links -------------------------------------------------------------------------
@@ -162,12 +187,41 @@ def study_bibtex() -> str:
     return text[start : text.index("```", start)].strip()
 
 
+def board_label(row: Mapping[str, Any]) -> str:
+    """A board's name for people: task, length, modulus, and the axis or the phase subset when
+    they are not the default (``phasebench_kv @ 512 tokens, modulus 8``)."""
+    label = f"{row['task']} @ {row['length']} tokens"
+    if row.get("modulus"):
+        label += f", modulus {row['modulus']}"
+    phases = row.get("n_phases")
+    if phases and row.get("modulus") and phases != row["modulus"]:
+        label += f" ({phases} phases)"
+    axis = row.get("axis") or "needle"
+    if axis != "needle":
+        label += ", length phase" if axis == "length" else ", needle × length phase"
+    return label
+
+
+def filter_options(values: Sequence[str]) -> list[tuple[str, str]]:
+    """The KV-cache filter's options, ``(value, text)``: each distinct value, its text without
+    the words every option shares at the start (``kvpress 0.5.5``), never cut, so that what
+    differs (press, chunk length, ratio) is what a visitor reads."""
+    distinct = sorted(set(values))
+    if len(distinct) < 2:
+        return [(v, v) for v in distinct]
+    words = [v.split(" ") for v in distinct]
+    shared = 0
+    while all(len(w) > shared + 1 for w in words) and len({w[shared] for w in words}) == 1:
+        shared += 1
+    return [(v, " ".join(w[shared:])) for v, w in zip(distinct, words, strict=True)]
+
+
 def _slug(board: str) -> str:
     return "".join(c if c.isalnum() else "-" for c in board).strip("-")
 
 
 def board_page(board: str) -> str:
-    """The page of one board (``phasebench_kv@4096`` -> ``boards/phasebench-kv-4096.html``)."""
+    """The page of one board: ``phasebench_kv@4096/m8`` -> ``boards/phasebench-kv-4096-m8.html``."""
     return f"boards/{_slug(board)}.html"
 
 
@@ -180,6 +234,7 @@ def render_site(
     *,
     built: str | None = None,
     repository: str = REPOSITORY,
+    details: Mapping[str, list] | None = None,
 ) -> list[Path]:
     """Write index.html (the boards and their leaders), one page per board under boards/, one
     page per model under models/, reported.html (published figures), rejections.html, the
@@ -195,7 +250,13 @@ def render_site(
         "arxiv": ARXIV_ID,
         "n_perm": (board.get("method") or {}).get("n_perm"),
     }
-    env.globals.update(site=site, hub_url=hub_url)
+    env.globals.update(
+        site=site,
+        hub_url=hub_url,
+        unit_text=unit_text,
+        row_reader=lambda row: lambda stat: row.get(stat.column),
+        summary_reader=lambda summary: lambda stat: stat.value(summary),
+    )
 
     def write(rel: str, template: str, **context: Any) -> None:
         path = out / rel
@@ -203,36 +264,55 @@ def render_site(
         written.append(atomic_write_text(path, text))
 
     boards = []
-    order = {r["board"]: (r["task"], r["length"]) for r in board["rows"]}
-    for name in sorted(order, key=lambda n: order[n]):  # by task, then length as a number
+    order = {
+        r["board"]: (r["task"], r["length"], r.get("modulus") or 0, r["board"])
+        for r in board["rows"]
+    }
+    for name in sorted(order, key=lambda n: order[n]):  # by task, length, modulus
         members = [r for r in board["rows"] if r["board"] == name]  # in score's rank order
         first = members[0]
         labels = [identity(r) for r in members]
+        label = board_label(first)
+        ranked = [r for r in members if r.get("rank_worst") is not None]
         boards.append(
             {
                 "name": name,
                 "slug": _slug(name),
-                "label": f"{first['task']} @ {first['length']} tokens",
+                "label": label,
                 "task": first["task"],
                 "length": first["length"],
+                "modulus": first.get("modulus"),
+                "phases": first.get("n_phases") or first.get("modulus"),
+                "axis": first.get("axis") or "needle",
                 "rows": members,
                 "labels": labels,
+                "ranked": ranked,
                 "leaders": [
-                    (r, lab) for r, lab in zip(members, labels, strict=True) if r["rank_worst"] == 1
-                ],  # fmt: skip
+                    (r, lab)
+                    for r, lab in zip(members, labels, strict=True)
+                    if r.get("rank_worst") == 1 and not r.get("preliminary")
+                ],
+                "rank_one": [r for r in members if r.get("rank_worst") == 1],
                 "has_serving": any(r.get("serving") for r in members),
-                "kv_caches": sorted({str(r["kv_cache"]) for r in members if r.get("kv_cache")}),
+                "kv_caches": filter_options(
+                    [str(r["kv_cache"]) for r in members if r.get("kv_cache")]
+                ),  # fmt: skip
                 "max_phases": max((len(r.get("per_phase") or []) for r in members), default=0),
                 "scatter": charts.scatter_svg(
                     members,
                     labels,
                     "scatter",
-                    f"{first['task']} @ {first['length']} tokens: average against cross-fitted "
-                    "worst phase, one point per model · variant",
+                    f"{label}: average against worst phase (cross-fitted), one point per "
+                    "model · variant",
                 ),
             }
         )
-    common = {"method": board.get("method") or {}}
+    common = {
+        "method": board.get("method") or {},
+        "columns": site_columns(),
+        "glossary": glossary_entries(),
+        "metrics": metrics,
+    }
     write(
         "index.html",
         "index.html.j2",
@@ -250,24 +330,29 @@ def render_site(
             boards=boards,
             top_n=TOP_N,
             kv_short=KV_SHORT,
+            badge=badge_path(b["slug"]),
             root="..",
             **common,
         )
+    for b in boards:
+        written.extend(write_badges(out, b))
     write("reported.html", "reported.html.j2", rows=board.get("reported", []), root=".", **common)
     for name in STATIC_PAGES:
         write(name, f"{name}.j2", root=".", bibtex=study_bibtex(), **common)
     schema = resources.files("phasebench.leaderboard") / "submission.schema.json"
     written.append(atomic_write_text(out / "submission.schema.json", schema.read_text("utf-8")))
-    board_slugs = {(r["task"], r["length"]): _slug(r["board"]) for r in board["rows"]}
+    board_slugs = {r["board"]: _slug(r["board"]) for r in board["rows"]}
     for page, detail in sorted(board["models"].items()):
         items = []
         for n, entry in enumerate(detail["boards"], start=1):
             summary = entry["summary"]
             sweeps = summary.get("margin_sweeps")  # a family with a margin
+            slug = board_slugs.get(entry.get("board"))
             items.append(
                 {
                     "entry": entry,
-                    "board": board_slugs.get((entry["task"], entry["length"])),
+                    "board": slug,
+                    "badge": badge_path(slug, page) if slug else None,
                     "profile": functools.partial(charts.profile_svg, summary, f"profile-{n}"),
                     "strip": (
                         functools.partial(charts.margin_strip_svg, sweeps, f"strip-{n}")
@@ -283,6 +368,7 @@ def render_site(
             detail=detail,
             label=identity(detail),
             items=items,
+            details=(details or {}).get(page, []),
             root="..",
             **common,
         )
@@ -293,26 +379,94 @@ def render_site(
     return written
 
 
+def badge_path(board_slug: str, page: str | None = None) -> str:
+    """Where a board's badge lives (``badges/<board>.svg``), or an entry's badge on that board
+    (``badges/<board>/<model page>.svg``), relative to the site's root."""
+    if page is None:
+        return f"badges/{board_slug}.svg"
+    return f"badges/{board_slug}/{Path(page).stem}.svg"
+
+
+def write_badges(out: Path, b: Mapping[str, Any]) -> list[Path]:
+    """The board's badge (its leader, or why it has none) and one per entry (worst phase,
+    average, gap; marked when preliminary or a test fixture): small SVGs a model card links."""
+    worst, acc, gap = (metrics.get(k) for k in ("worst_phase_crossfit", "acc", "gap"))
+    short = f"phasebench {b['task'].removeprefix('phasebench_')}@{b['length']} m{b['modulus']}"
+    written = []
+    if b["leaders"]:
+        row, _ = b["leaders"][0]
+        value = f"leader: worst phase {metrics.format_value(worst, row.get(worst.column))}"
+        if len(b["leaders"]) > 1:
+            value = f"{len(b['leaders'])} share rank 1"
+        warn = False
+    else:
+        value, warn = ("no leader: preliminary" if b["ranked"] else "test fixtures only"), True
+    text = charts.badge_svg(short, value, f"{b['label']}: {value}", warn=warn)
+    written.append(atomic_write_text(out / badge_path(b["slug"]), text))
+    for row in b["rows"]:
+        value = (
+            f"worst phase {metrics.format_value(worst, row.get(worst.column))} · average "
+            f"{metrics.format_value(acc, row.get(acc.column))} · gap "
+            f"{metrics.format_value(gap, row.get(gap.column))}"
+        )
+        if row.get("fixture"):
+            value += " · test fixture"
+        elif row.get("preliminary"):
+            value += " · preliminary"
+        title = f"{identity(row)}, {b['label']}: {value}"
+        warn = bool(row.get("fixture") or row.get("preliminary"))
+        text = charts.badge_svg(short, value, title, warn=warn)
+        written.append(atomic_write_text(out / badge_path(b["slug"], row["page"]), text))
+    return written
+
+
+def copy_details(board: Mapping[str, Any], submissions: Path, out: Path) -> dict[str, list]:
+    """Each accepted entry's lm-eval results and per-sample logs, copied from its submission
+    folder into ``details/<model page>/`` so that its page links them (the way the Open LLM
+    Leaderboard publishes a details file per entry). Only the files validation named, from
+    the folder validation read, and only plain files inside ``submissions``. Returns, per model
+    page, ``(name, path relative to the site root)``."""
+    root = Path(submissions).resolve()
+    copied: dict[str, list] = {}
+    for page, detail in board.get("models", {}).items():
+        folder = (root / str(detail["name"])).resolve()
+        if root not in folder.parents:
+            continue
+        prov = detail.get("provenance") or {}
+        for name in list(prov.get("results_files") or []) + list(prov.get("samples_files") or []):
+            source = folder / str(name)
+            if "/" in str(name) or source.is_symlink() or not source.is_file():
+                continue
+            rel = f"details/{Path(page).stem}/{name}"
+            atomic_copy(source, out / rel)
+            copied.setdefault(page, []).append((str(name), rel))
+    return copied
+
+
 def build_site(
     board: Mapping[str, Any],
     out: Path,
     *,
     built: str | None = None,
     repository: str = REPOSITORY,
+    submissions: Path | None = None,
 ) -> list[Path]:
     """Tables plus site into ``out``, built beside it and swapped in: a failure leaves the
     previous site as it was, and ``out`` is replaced only if it is an earlier phasebench site
     (it holds :data:`SITE_MARKER`) or empty; anything else is refused before any work.
 
     The build date (``built``, default :func:`build_date`) goes into ``leaderboard.json`` and on
-    every page, next to the phasebench version."""
+    every page, next to the phasebench version. With ``submissions`` (the folder validated),
+    each entry's results and per-sample logs are published beside its page
+    (:func:`copy_details`)."""
     from phasebench.leaderboard.score import write_tables
 
     out = Path(out)
     board = {**board, "built": built or build_date()}
     with staged_folder(out, marker=SITE_MARKER) as staging:
         write_tables(board, staging)
-        render_site(board, staging, repository=repository)
+        details = copy_details(board, submissions, staging) if submissions is not None else {}
+        render_site(board, staging, repository=repository, details=details)
     return sorted(p for p in out.rglob("*") if p.is_file() and p.name != SITE_MARKER)
 
 

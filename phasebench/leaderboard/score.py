@@ -1,11 +1,17 @@
 """Scores from validated samples, through :mod:`phasebench.stats` only; writes the JSON, CSV and
 parquet files the site is rendered from (compute -> JSON -> render).
 
-One leaderboard row per (submission, task, length), a *board* being one (task, length). Within a
+One leaderboard row per (submission, task, length). A *board* is one task at one length, phase
+modulus, phase axis and set of phases (:func:`board_key`): a minimum over 12 phases is not
+comparable with one over 4, so runs that differ there are never ranked together. Within a
 board, models are ranked by worst phase with a rank that respects uncertainty: a model's rank is
 1 + the number of models whose interval lower bound lies above its upper bound, so models whose
 intervals overlap share a rank. The average ranking is computed the same way and offered as a
-toggle. Reported (published, not reproduced) rows are carried along but never ranked.
+toggle. Reported (published, not reproduced) rows are carried along but never ranked, and
+neither are test fixtures (``fixture: true`` in ``submission.yaml``: a random or toy model that
+shows the pipeline). A row whose design cannot detect a gap of
+:data:`phasebench.metrics.PRELIMINARY_GAP` is ranked but marked ``preliminary`` and never
+called a board's leader.
 
 Every ranked row says how it was checked (``evidence``): ``recomputed`` from the submitted logs
 (validation proves the logs consistent, not that the model wrote them), or ``reproduced`` when a
@@ -73,6 +79,26 @@ def evidence(sub: Submission) -> tuple[str, dict[str, str] | None]:
     return RECOMPUTED, None
 
 
+def board_axis(summary: Mapping[str, Any]) -> str:
+    """Which phase axes a board summary varies (one of :data:`phasebench.metrics.AXES`)."""
+    if summary.get("length_axis"):
+        return "both"
+    return "length" if summary.get("axis") == "length" else "needle"
+
+
+def board_key(task: str, length: int, modulus: int, axis: str = "needle",
+              phases: int | None = None) -> str:  # fmt: skip
+    """The name of the board a row belongs to: ``phasebench_kv@512/m8``, with the axis when it
+    is not the needle's (``/length``, ``/both``) and the number of phases when a run covered a
+    subset of the residues (``/5of128``)."""
+    key = f"{task}@{int(length)}/m{int(modulus)}"
+    if axis != "needle":
+        key += f"/{axis}"
+    if phases is not None and phases != modulus:
+        key += f"/{int(phases)}of{int(modulus)}"
+    return key
+
+
 def exported(summary: Mapping[str, Any]) -> dict[str, Any]:
     """The exported statistics of one board summary, as a leaderboard row carries them: each
     declared statistic's value under its key, its interval under the interval's key, the
@@ -81,9 +107,9 @@ def exported(summary: Mapping[str, Any]) -> dict[str, Any]:
     for stat in metrics.statistics():
         if not stat.exported:
             continue
-        out[stat.key] = stat.value(summary)
+        out[stat.column] = stat.value(summary)
         if stat.interval is not None:
-            out[stat.interval] = list(stat.interval_of(summary))
+            out[stat.column_interval] = list(stat.interval_of(summary))
     return out
 
 
@@ -108,10 +134,15 @@ def _lacks_a_statistic(summary: Mapping[str, Any]) -> bool:
     )
 
 
-def _rank(rows: Sequence[dict], ci_key: str) -> list[int]:
-    """1 + number of rows whose lower bound is above this row's upper bound."""
-    ranks = []
-    for row in rows:
+def _rank(rows: Sequence[dict], ci_key: str) -> list[int | None]:
+    """1 + number of rows whose lower bound is above this row's upper bound; test fixtures
+    are not ranked (None) and do not count."""
+    ranks: list[int | None] = []
+    rows_all, rows = rows, [r for r in rows if not r.get("fixture")]
+    for row in rows_all:
+        if row.get("fixture"):
+            ranks.append(None)
+            continue
         hi = row[ci_key][1] if row[ci_key][1] is not None else row[ci_key.removesuffix("_ci")]
         ranks.append(
             1
@@ -132,6 +163,7 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
         detail = {
             "evidence": checked,
             "reproduced": mark,
+            "fixture": bool(sub.meta.get("fixture")),
             "name": sub.name,
             "model": sub.meta["model"],
             "revision": sub.meta["revision"],
@@ -149,14 +181,21 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
                 # not computed by the validating process, or computed where a statistic
                 # registered here is unknown
                 summary = board_summary(frame)
-            detail["boards"].append({"task": task, "length": int(length), "summary": summary})
+            axis = board_axis(summary)
+            phases = len(summary.get("phases") or summary.get("per_phase") or []) or modulus
+            name = board_key(task, int(length), modulus, axis, phases)
+            detail["boards"].append(
+                {"board": name, "task": task, "length": int(length), "summary": summary}
+            )
             rows.append(
                 {
-                    "board": f"{task}@{int(length)}",
+                    "board": name,
                     "task": task,
                     "task_version": sub.task_versions[task],
                     "length": int(length),
                     "modulus": modulus,
+                    "axis": axis,
+                    "n_phases": phases,
                     "n_base": int(summary["n_base"]),
                     "model": sub.meta["model"],
                     "revision": sub.meta["revision"],
@@ -176,6 +215,7 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
                     "note": _staged_note(sub.provenance, f"{task}@{int(length)}"),
                     "evidence": checked,
                     "reproduced": mark,
+                    "fixture": bool(sub.meta.get("fixture")),
                 }
             )
             if staged := (sub.provenance.get("staged") or {}).get(f"{task}@{int(length)}"):
@@ -191,7 +231,8 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
     rows.sort(
         key=lambda r: (
             r["board"],
-            r["rank_worst"],
+            r["rank_worst"] is None,
+            r["rank_worst"] or 0,
             -(r["worst_phase_crossfit"] or 0),
             r["model"],
             r["variant"] or "",
@@ -211,6 +252,10 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
             "on half the items, measured on the other half) is measured by simulation to be "
             "unbiased on null and stride-4 models with 94-100% interval coverage",
             "evidence": EVIDENCE_NOTE,
+            "preliminary_gap": metrics.PRELIMINARY_GAP,
+            "power": metrics.POWER,
+            "board": "one task at one length, phase modulus and phase axis: runs that differ "
+            "in any of these are never ranked together",
         },
         "rows": rows,
         "reported": reported_rows(reported) if reported is not None else [],
@@ -322,12 +367,13 @@ def serving_label(serving: Mapping[str, Any] | None) -> str | None:
 
 #: Columns of the flat tables before and after the statistics (:func:`flat_columns`).
 ROW_COLUMNS = [
-    "board", "task", "task_version", "length", "modulus", "n_base", "model", "revision",
+    "board", "task", "task_version", "length", "modulus", "axis", "n_phases", "n_base", "model",
+    "revision",
     "variant", "precision", "backend", "kv_cache", "serving", "chat_template", "rank_worst",
     "rank_average",
 ]  # fmt: skip
 TAIL_COLUMNS = ["lm_eval_version", "transformers_version", "phasebench_version", "date",
-                "reported", "evidence"]  # fmt: skip
+                "reported", "evidence", "fixture"]  # fmt: skip
 
 
 def flat_columns() -> list[str]:
@@ -336,9 +382,9 @@ def flat_columns() -> list[str]:
     columns = list(ROW_COLUMNS)
     for stat in metrics.statistics():
         if stat.exported and not stat.per_phase:
-            columns.append(stat.key)
+            columns.append(stat.column)
             if stat.interval is not None:
-                columns += [f"{stat.key}_lo", f"{stat.key}_hi"]
+                columns += [f"{stat.column}_lo", f"{stat.column}_hi"]
     return columns + TAIL_COLUMNS
 
 
@@ -364,11 +410,11 @@ def flat_table(board: Mapping[str, Any]) -> pd.DataFrame:
             if not stat.exported:
                 continue
             if stat.per_phase:
-                for r, value in enumerate(row.get(stat.key) or []):
+                for r, value in enumerate(row.get(stat.column) or []):
                     flat[f"phase_{r}"] = value
             elif stat.interval is not None:
-                lo, hi = row.get(stat.interval) or (None, None)
-                flat[f"{stat.key}_lo"], flat[f"{stat.key}_hi"] = lo, hi
+                lo, hi = row.get(stat.column_interval) or (None, None)
+                flat[f"{stat.column}_lo"], flat[f"{stat.column}_hi"] = lo, hi
         records.append(flat)
     frame = pd.DataFrame.from_records(records)
     phase_cols = sorted(

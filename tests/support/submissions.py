@@ -24,8 +24,8 @@ TASKS = {TASK: VERSION}
 REVISION = "0123456789abcdef0123456789abcdef01234567"
 
 
-def split_rows(cache: Path, length: int = 128, n_base: int = 16) -> list[dict]:
-    spec = SplitSpec(family="kv", length=length, n_base=n_base)
+def split_rows(cache: Path, length: int = 128, n_base: int = 16, modulus: int = 8) -> list[dict]:
+    spec = SplitSpec(family="kv", length=length, n_base=n_base, modulus=modulus)
     folder = cache / spec.config_name
     if not (folder / "manifest.json").exists():
         generate([spec], cache, overwrite=True, progress=False)
@@ -109,7 +109,7 @@ def write_lmeval(folder: Path, records: list[dict], *, max_length: int = 4096, *
                     "version": 1.0,
                     "max_seq_lengths": [records[0]["doc"]["length"]],
                     "n_base": 16,
-                    "phase_modulus": 8,
+                    "phase_modulus": records[0]["doc"]["phase_modulus"],
                     "seed": 0,
                 },
             }

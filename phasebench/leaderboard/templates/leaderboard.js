@@ -23,7 +23,7 @@
   Array.prototype.forEach.call(document.querySelectorAll("#scatter .pt"), function (g) {
     points[g.getAttribute("data-i")] = g;
   });
-  var RANKED = { worst: "cross-fitted worst phase", average: "average" };
+  var RANKED = { worst: "worst phase (cross-fitted)", average: "average" };
   var kvIndex = keyIndex("kv_cache");
   var state = { sort: "rank", dir: "asc", rank: "worst", kv: "", q: "", phases: false, all: false };
 
@@ -49,13 +49,18 @@
     if (index < 0) { state.sort = "rank"; index = 0; }
     var type = headers[index].getAttribute("data-type");
     var descending = state.dir === "desc";
-    var keyed = rows.map(function (r) { return [cellValue(r, index, type), order(r), r]; });
+    // entries sharing a rank are ordered by the ranked statistic (high first), then as published
+    var tie = state.sort === "rank" ? keyIndex(table.getAttribute("data-rank-" + state.rank)) : -1;
+    var keyed = rows.map(function (r) {
+      return [cellValue(r, index, type), order(r), r, tie < 0 ? null : cellValue(r, tie, "num")];
+    });
     keyed.sort(function (a, b) {
       var x = a[0], y = b[0];
       if (x === null && y === null) { return a[1] - b[1]; }
       if (x === null) { return 1; }   // missing values always last
       if (y === null) { return -1; }
       var c = x < y ? -1 : (x > y ? 1 : 0);
+      if (c === 0 && a[3] !== null && b[3] !== null && a[3] !== b[3]) { return b[3] - a[3]; }
       if (c === 0) { return a[1] - b[1]; }  // ties keep the published order
       return descending ? -c : c;
     });
