@@ -27,32 +27,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def phasebench_help() -> str:
     """What ``phasebench eval --help`` prints before lm-eval's own help: what phasebench adds to
     lm-eval's ``run``, and the task metadata keys with their defaults."""
-    import textwrap
-
-    from phasebench.families import get_family, names
-    from phasebench.lmeval.data import DEFAULT_LENGTHS, DEFAULT_MODULUS
     from phasebench.lmeval.harness import GROUP, TASK_FAMILIES
-    from phasebench.lmeval.tasks import METRIC_SETS
+    from phasebench.lmeval.metadata import help_table
 
-    n_base = ", ".join(f"{family} {get_family(family).default_n_base}" for family in names())
-    keys = [
-        ("max_seq_lengths", str(list(DEFAULT_LENGTHS)), "prompt lengths in tokens"),
-        ("phase_modulus", str(DEFAULT_MODULUS), "P: phases 0..P-1 (code: a divisor of 16)"),
-        ("n_base", n_base, 'base items per length: one number or {"kv": 32, "niah": 16}; kv '
-         "and niah need a multiple of P, at least 2P"),
-        ("seed", "0", "generation seed"),
-        ("metrics", METRIC_SETS[0], f"metric set: {' or '.join(METRIC_SETS)}"),
-        ("length_phases", "off", 'kv, niah: true or "crossed" adds the prompt-length axis'),
-        ("phases", "all", 'kv, niah: a subset of residues, e.g. "0:128:16,125:128"'),
-        ("dataset_path", "none", "a pre-built split: a folder from `phasebench generate` or "
-         "`phasebench publish`, or a Hub dataset id"),
-    ]  # fmt: skip
-    width = max(len(k) for k, _, _ in keys)
-    table = "\n".join(
-        textwrap.fill(f"{m} (default: {d})", 96, initial_indent=f"  {k:<{width}}  ",
-                      subsequent_indent=" " * (width + 4))
-        for k, d, m in keys
-    )  # fmt: skip
+    table = help_table()
     return f"""phasebench eval: lm-eval's `run` with the phasebench tasks on its --include_path
 ({", ".join(TASK_FAMILIES)}; the group {GROUP} runs all three).
 Every option below passes to lm-eval unchanged.

@@ -68,6 +68,20 @@ def check_version() -> str:
 # -- CLI --------------------------------------------------------------------------------------
 
 
+def under_lm_eval_cli() -> bool:
+    """Whether this process is lm-eval's own command line (``lm_eval ...`` or ``python -m
+    lm_eval``), where an exception raised by a task ends in a traceback after the model loaded,
+    and not ``phasebench eval`` or a Python caller of ``simple_evaluate``."""
+    import sys
+
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    if spec is not None and spec.name == "lm_eval.__main__":
+        return True
+    entry = getattr(main, "cli_evaluate", None)
+    return getattr(entry, "__module__", None) == "lm_eval.__main__"
+
+
 def run_cli(
     argv: Sequence[str],
     before: Callable[[Any], None] | None = None,

@@ -13,12 +13,14 @@ token count for every sample.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from phasebench.errors import EvalError
+from phasebench.errors import EvalError, SpecError, first_line
+from phasebench.lmeval.metadata import check_keys
 from phasebench.lmeval.tasks import MAX_GEN_TOKS
 from phasebench.lmeval.witness import (
     WITNESSED_BACKENDS,
@@ -205,6 +207,9 @@ def prepare(ns: Any) -> None:
         return
     model_args = dict(ns.model_args or {})
     metadata = dict(ns.metadata or {})
+    # --metadata alone, before lm-eval merges the model arguments in: every key phasebench does
+    # not know is refused when the run's tasks are all phasebench's (others may read their own)
+    check_keys(metadata, strict=_own_tasks(ns))
     chat = getattr(ns, "apply_chat_template", None)
     if chat:
         metadata["apply_chat_template"] = True
@@ -264,6 +269,30 @@ def _samples_files(output_path: str | None) -> dict[Path, int]:
     return found
 
 
+#: lm-eval options that take a JSON object (or ``key=value`` pairs).
+JSON_OPTIONS = ("--metadata", "--model_args", "--gen_kwargs")
+
+
+def check_json_options(argv: Sequence[str]) -> None:
+    """Refuse a JSON object that does not parse in one line, before lm-eval's parser raises it
+    as a traceback (``ValueError: Invalid JSON``): lm-eval reads a value with ``{`` as JSON."""
+    for i, arg in enumerate(argv):
+        option, eq, value = arg.partition("=")
+        if option not in JSON_OPTIONS:
+            continue
+        if not eq:
+            value = argv[i + 1] if i + 1 < len(argv) else ""
+        if "{" not in value:
+            continue
+        try:
+            json.loads(value)
+        except ValueError as exc:
+            raise SpecError(
+                f"{option} is not valid JSON ({first_line(exc)}): {value[:80]!r}; write it "
+                f"""as '{{"max_seq_lengths": [1024]}}' (double quotes inside single quotes)"""
+            ) from None
+
+
 def run_eval(argv: Sequence[str]) -> EvalOutput:
     """Run lm-eval's CLI on ``argv`` with the phasebench tasks folder included, after
     :func:`prepare` has built the splits and checked that nothing will be truncated.
@@ -281,6 +310,7 @@ def run_eval(argv: Sequence[str]) -> EvalOutput:
             "phasebench eval adds --include_path itself; call lm_eval directly to combine "
             "task folders (lm_eval --include_path DIR ... with DIR from `phasebench tasks-dir`)"
         )
+    check_json_options(args)
     seen: dict[Path, int] = {}
 
     def before(ns: Any) -> None:
