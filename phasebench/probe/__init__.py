@@ -111,7 +111,7 @@ def run_probe(
         "prompt_file": Path(prompt_file).name,
         "model": model,
         "model_args": model_args,
-        "tokenizer": tok.name,
+        "tokenizer": tok.portable_name,
         "tokenizer_fingerprint": tok.fingerprint,
     }
     return analyse(plan, answers, expect=expect, provenance=provenance)
