@@ -353,7 +353,51 @@ def _load_hf(name: str, args: dict[str, Any]) -> Any:
                 f"folder {name!r} holds no tokenizer.json or tokenizer_config.json"
             )
         return transformers.AutoTokenizer.from_pretrained(str(path), **kwargs)
+    _check_reachable(name, args)
     return transformers.AutoTokenizer.from_pretrained(name, **kwargs)
+
+
+#: Seconds one connection to the Hub may take before phasebench calls the machine offline.
+HUB_CONNECT_TIMEOUT = 5.0
+
+
+def _check_reachable(name: str, args: dict[str, Any]) -> None:
+    """A Hub id that is not in the local Hugging Face cache needs the Hub: offline
+    (``HF_HUB_OFFLINE=1``) or when one connection to the Hub's endpoint fails, refuse at once
+    with the reason, instead of the Hub client's retries (49 s of them, measured without a
+    network)."""
+    import socket
+    from urllib.parse import urlsplit
+
+    from huggingface_hub import constants, try_to_load_from_cache
+
+    sub = str(args.get("subfolder") or "").strip("/")
+    revision = args.get("revision") or None
+    for filename in ("tokenizer_config.json", "tokenizer.json", str(args.get("gguf_file") or "")):
+        if not filename:
+            continue
+        try:
+            where = f"{sub}/{filename}" if sub else filename
+            found = try_to_load_from_cache(name, where, revision=revision)
+        except Exception:  # not a valid repo id: let transformers say so
+            return
+        if isinstance(found, str):
+            return
+    if constants.is_offline_mode():
+        raise TokenizerError(
+            f"tokenizer {name!r} is not a local file or folder and not in the Hugging Face "
+            f"cache, and HF_HUB_OFFLINE is set; download it once online, or pass a local path"
+        )
+    url = urlsplit(constants.ENDPOINT)
+    port = url.port or (443 if url.scheme == "https" else 80)
+    try:
+        socket.create_connection((url.hostname or "", port), timeout=HUB_CONNECT_TIMEOUT).close()
+    except OSError as exc:
+        raise TokenizerError(
+            f"tokenizer {name!r} is not a local file or folder and not in the Hugging Face "
+            f"cache, and the Hub ({constants.ENDPOINT}) cannot be reached ({first_line(exc)}); "
+            f"connect, set HF_ENDPOINT, or pass a local path"
+        ) from None
 
 
 @functools.lru_cache(maxsize=16)
