@@ -277,7 +277,7 @@ def test_end_to_end_on_smollm2_through_hf(tmp_path, capsys):
     # per shift, and nothing while the tokenizer and the model loaded)
     assert "Running loglikelihood requests" not in captured.err, captured.err[-2000:]
     assert "Loading weights" not in captured.err and "probe: 100%" in captured.err
-    assert "phasebench probe: loading the model through lm-eval's hf backend" in captured.err
+    assert "8 exact shifts planned; loading the model through lm-eval's hf backend" in captured.err
     data = json.loads((out / "probe.json").read_text())
     assert len(data["shifts"]) == 8 and data["witness"]["kind"] == "backend tok_encode"
     assert all(len(e["logprobs"]) == 2 for e in data["shifts"])

@@ -57,8 +57,11 @@ def knobs() -> tuple[Knob, ...]:
              "multiple of P, at least 2P; code: n_base x 4 styles a multiple of P, at least 2P"),
         Knob("seed", "0", "generation seed"),
         Knob("metrics", METRIC_SETS[0], f"metric set: {' or '.join(METRIC_SETS)}"),
-        Knob("length_phases", "off", 'kv, niah: true or "crossed" adds the prompt-length axis'),
-        Knob("phases", "all", 'kv, niah: a subset of residues, e.g. "0:128:16,125:128"'),
+        Knob("length_phases", "off", 'kv, niah: true adds the prompt-length axis (each base item '
+             'at lengths L..L+P-1, the needle at one phase), "crossed" every needle phase at '
+             "every length phase (docs/serving.md)"),
+        Knob("phases", "all", 'kv, niah: a subset of residues mod P, a list or "0:128:16,125:128" '
+             "(long periods; docs/serving.md)"),
         Knob("dataset_path", "none", "a pre-built split: a folder from `phasebench generate` or "
              "`phasebench publish`, or a Hub dataset id"),
     )  # fmt: skip

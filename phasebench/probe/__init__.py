@@ -95,8 +95,9 @@ def run_probe(
     on_event: Callable[[str], None] | None = None,
 ):
     """Plan, ask and analyse one probe (a :class:`~phasebench.probe.analysis.ProbeResult`).
-    ``on_event`` hears what each slow step is doing (loading the tokenizer and planning the
-    shifts, loading the model); ``progress`` shows one bar over the shifts."""
+    ``on_event`` hears what each slow step after the planning is doing (loading the model;
+    a bad prompt or argument is refused before any of it); ``progress`` shows one bar over
+    the shifts."""
     from phasebench.probe.analysis import analyse
     from phasebench.probe.run import ask
 
@@ -106,7 +107,6 @@ def run_probe(
         raise ProbeError("--expect needs the expected answer's text (got an empty string)")
     say = on_event or (lambda line: None)
     prompt = read_prompt(prompt_file)
-    say(f"loading the model's tokenizer, planning {modulus * rounds} exact shifts per style")
     plan, tok = plan_for_model(prompt, model, model_args, modulus=modulus, rounds=rounds,
                                styles=styles, custom=custom, choices=choices, chat=chat,
                                system=system, max_gen_toks=max_gen_toks)  # fmt: skip

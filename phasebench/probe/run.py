@@ -98,7 +98,10 @@ def ask(
                 "of --choices"
             )
     if on_event is not None:
-        on_event(f"loading the model through lm-eval's {model} backend")
+        on_event(
+            f"{len(plan.renderings)} exact shifts planned; loading the model through lm-eval's "
+            f"{model} backend"
+        )
     lm = compat.create_model(model, model_args, batch_size=1, device=device)
     responses = compat.record_responses(lm) if is_api(model) else None
     answers = []
