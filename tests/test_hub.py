@@ -263,15 +263,40 @@ def test_load_dataset_gives_the_original_rows(repo, generated, tmp_path):
     assert default["id"] == [r["id"] for r in iter_rows(folder, ["id"])]
 
 
-def test_eval_yaml_names_a_loadable_task_per_family_and_length(repo, tmp_path):
-    """``eval.yaml`` (what makes the repository a Hub benchmark) has the documented keys, one
-    task per family x length, and every task's config and split load with ``datasets``."""
+def test_no_eval_yaml_while_the_hub_refuses_its_framework(repo, tmp_path):
+    """The Hub accepts only the frameworks huggingface.js lists, and lm-evaluation-harness is
+    not one (before, every folder got an ``eval.yaml`` a push would have had refused): no file
+    is written, and a folder that holds one is inconsistent."""
+    from phasebench.hub.benchmark import (
+        EVAL_FILE,
+        EVALUATION_FRAMEWORK,
+        HUB_FRAMEWORKS,
+        render_eval_yaml,
+        writes_eval_yaml,
+    )
+
+    assert EVALUATION_FRAMEWORK not in HUB_FRAMEWORKS and not writes_eval_yaml()
+    assert not (repo / EVAL_FILE).exists()
+    bad = _copy(repo, tmp_path / "bad")
+    (bad / EVAL_FILE).write_text(render_eval_yaml(hub.read_index(repo)))
+    assert any("does not accept" in p for p in hub.repo_problems(bad, deep=False))
+
+
+def test_eval_yaml_names_a_loadable_task_per_family_and_length(repo, tmp_path, monkeypatch):
+    """``eval.yaml`` (what makes the repository a Hub benchmark, once the Hub accepts
+    lm-evaluation-harness) has the documented keys, one task per family x length, and every
+    task's config and split load with ``datasets``."""
     import datasets
     import yaml
 
-    from phasebench.hub.benchmark import EVAL_FILE, parse_eval_yaml
+    from phasebench.hub import benchmark
+    from phasebench.hub.benchmark import EVAL_FILE, parse_eval_yaml, render_eval_yaml
 
-    text = (repo / EVAL_FILE).read_text()
+    monkeypatch.setattr(benchmark, "HUB_FRAMEWORKS", (benchmark.EVALUATION_FRAMEWORK,))
+    text = render_eval_yaml(hub.read_index(repo))
+    repo = _copy(repo, tmp_path / "accepted")
+    (repo / EVAL_FILE).write_text(text)
+    assert not hub.repo_problems(repo, deep=False)
     data = parse_eval_yaml(text)
     assert data == yaml.safe_load(text) and list(data) == [
         "name", "description", "evaluation_framework", "tasks"
