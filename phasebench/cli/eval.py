@@ -67,8 +67,17 @@ def run(args: argparse.Namespace) -> int:
         except SystemExit as exc:
             return int(exc.code or 0)
         return 0
+    import sys
+
+    from transformers.utils import logging as transformers_logging
+
     register_model_type()  # --model phasebench-kvpress (imported only when a run names it)
-    output = run_eval(args.lm_eval_args)
+    transformers_logging.disable_progress_bar()  # one bar for the work: lm-eval's requests
+
+    def say(line: str) -> None:
+        print(f"phasebench eval: {line}", file=sys.stderr, flush=True)
+
+    output = run_eval(args.lm_eval_args, on_event=say)
     if not output.samples_files:
         print(
             "\nphasebench: per-phase summary (worst phase, gap, p-value, period): run with "

@@ -14,7 +14,7 @@ token count for every sample.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -194,12 +194,12 @@ def check_metadata(families: Sequence[str], kwargs: Mapping[str, Any]) -> None:
                 check(spec)
 
 
-def prepare(ns: Any) -> None:
+def prepare(ns: Any, on_event: Callable[[str], None] | None = None) -> None:
     """Build (or find) every phasebench split of the run and apply the truncation guard.
 
     ``ns`` is lm-eval's parsed ``run`` namespace; with ``--apply_chat_template`` its metadata
     gains the flag so the tasks relabel phases for the templated sequence."""
-    from phasebench.families import get_family
+    from phasebench.families import get_family, task_name
     from phasebench.lmeval.data import resolve_split
 
     families = requested_families(ns.tasks or [])
@@ -220,6 +220,11 @@ def prepare(ns: Any) -> None:
     backend = getattr(ns, "model", None)
     max_length = model_max_length(model_args, backend)
     for family in families:
+        if on_event is not None:
+            on_event(
+                f"{task_name(family)}: the split for the model's tokenizer (generated on first "
+                f"use, then cached)"
+            )
         split = resolve_split(family, **(model_args | metadata))
         # the prompt as the model receives it (code, whose anchor is the answer: the anchor is
         # the prompt's token count; kv, niah: the templated sequence's under a chat template)
@@ -233,6 +238,8 @@ def prepare(ns: Any) -> None:
         # the same backend, whose responses carry the server's prompt token counts
         register_witnessed_backends()
         ns.model = witnessed_backend(backend)
+    if on_event is not None:
+        on_event("lm-eval: indexing the tasks, loading the model, then running the prompts")
 
 
 @dataclass(frozen=True)
@@ -293,7 +300,7 @@ def check_json_options(argv: Sequence[str]) -> None:
             ) from None
 
 
-def run_eval(argv: Sequence[str]) -> EvalOutput:
+def run_eval(argv: Sequence[str], on_event: Callable[[str], None] | None = None) -> EvalOutput:
     """Run lm-eval's CLI on ``argv`` with the phasebench tasks folder included, after
     :func:`prepare` has built the splits and checked that nothing will be truncated.
 
@@ -315,7 +322,7 @@ def run_eval(argv: Sequence[str]) -> EvalOutput:
 
     def before(ns: Any) -> None:
         seen.update(_samples_files(getattr(ns, "output_path", None)))
-        prepare(ns)
+        prepare(ns, on_event)
 
     def name(ns: Any) -> str | None:
         """A local model's run is named by its GGUF file or folder, not its whole path."""
