@@ -269,6 +269,54 @@ def test_shown_next_steps_are_what_the_demo_prints():
         assert list(shown.lines) == expected, shown.where
 
 
+#: Fenced blocks without a language that are not marked: (document, start of the first line) ->
+#: why no test reruns them. Text, trees and diagrams are no command's output; the rest are runs
+#: too expensive for the suite, whose inputs the document states. A new unmarked block fails
+#: :func:`test_every_output_block_is_checked_or_excused` until it is marked or listed here.
+NOT_RERUN = {
+    ("README.md", "$ phasebench probe"): "SmolLM2 probe, 128 model calls (docs/probe.md)",
+    ("README.md", "Below is a long text."): "a shortened prompt, not a command's output",
+    ("README.md", "balance (anchor mean"): "niah at 8,192 tokens x 256 base items (minutes)",
+    ("README.md", "phasebench/        the package"): "the layout, not a command's output",
+    ("docs/architecture.md", "SplitSpec ──>"): "a diagram",
+    ("docs/families.md", "Below is a long text."): "a shortened prompt, not a command's output",
+    ("docs/families.md", "balance (anchor mean"): "niah at 8,192 tokens x 256 base items",
+    ("docs/hub.md", "README.md  "): "the folder layout",
+    ("docs/leaderboard.md", "leaderboard/submissions/"): "the folder layout",
+    ("docs/probe.md", "per phase (mod 8), mean margin:"): "SmolLM2 probe run (stated above it)",
+    ("docs/probe.md", "per phase (mod 8), mean correct:"): "kvpress probe, 7 CPU minutes",
+    ("docs/reference.md", "phasebench reference sweep"): "5 CPU minutes; the commands only",
+    ("docs/tasks.md", "phasebench: error: phasebench_kv"): "an error line; the test of the "
+    "truncation guard (tests/test_tasks_lmeval.py) asserts its text",
+}
+
+
+def test_every_output_block_is_checked_or_excused():
+    """Every fenced block without a language is marked (checked against a run or a committed
+    report) or listed in :data:`NOT_RERUN` with the reason; nothing listed has gone away."""
+    marked_at = {(s.path, s.line) for s in SHOWN}
+    used, unexcused = set(), []
+    for path in DOCS:
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for line, lang, body in fenced_blocks("\n".join(lines)):
+            if lang:
+                continue
+            k = line - 2
+            while k >= 0 and not lines[k].strip():
+                k -= 1
+            if (path, k + 1) in marked_at:
+                continue
+            name = str(path.relative_to(ROOT))
+            first = body[0] if body else ""
+            key = next((k for k in NOT_RERUN if k[0] == name and first.startswith(k[1])), None)
+            if key is None:
+                unexcused.append(f"{name}:{line}: {first[:60]!r}")
+            else:
+                used.add(key)
+    assert not unexcused, "mark these blocks or list them in NOT_RERUN:\n" + "\n".join(unexcused)
+    assert set(NOT_RERUN) <= used, sorted(set(NOT_RERUN) - used)
+
+
 #: Documents whose repository paths are checked (the leaderboard's own README too).
 PATH_DOCS = [*DOCS, ROOT / "leaderboard" / "README.md", ROOT / "tasks" / "README.md"]
 #: Where a repository path starts.
