@@ -297,6 +297,7 @@ def test_eval_yaml_names_a_loadable_task_per_family_and_length(repo, tmp_path, m
     repo = _copy(repo, tmp_path / "accepted")
     (repo / EVAL_FILE).write_text(text)
     assert not hub.repo_problems(repo, deep=False)
+    bad = _copy(repo, tmp_path / "bad")  # before datasets has read (and cached into) the folder
     data = parse_eval_yaml(text)
     assert data == yaml.safe_load(text) and list(data) == [
         "name", "description", "evaluation_framework", "tasks"
@@ -311,7 +312,6 @@ def test_eval_yaml_names_a_loadable_task_per_family_and_length(repo, tmp_path, m
                                    cache_dir=str(tmp_path))  # fmt: skip
         assert set(ds["family"]) == {task["id"].split("_")[0]} and len(ds) > 0
     # a changed eval.yaml is found, and a broken one is refused with the reason
-    bad = _copy(repo, tmp_path / "bad")
     (bad / EVAL_FILE).write_text(text.replace("lm-evaluation-harness", "other"))
     assert any(EVAL_FILE in p for p in hub.repo_problems(bad, deep=False))
     with pytest.raises(PhasebenchError, match="exactly"):

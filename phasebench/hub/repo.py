@@ -344,7 +344,7 @@ def repo_problems(repo_dir: Path | str, *, deep: bool = True) -> list[str]:
     problems: list[str] = []
     manifests: dict[str, dict] = {}
     schemas: dict[str, pa.Schema] = {}
-    expected_files = {INDEX, CARD, EVAL_FILE} if writes_eval_yaml() else {INDEX, CARD}
+    expected_files = {INDEX, CARD, EVAL_FILE}  # a present eval.yaml is judged below
     for c in index["configs"]:
         name = c["name"]
         mpath = repo / c["manifest"]
