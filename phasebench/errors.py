@@ -66,7 +66,6 @@ __all__ = [
     "SplitError",
     "StatsError",
     "SubmissionsError",
-    "TaskRefusal",
     "TokenizerError",
     "debugging",
     "first_line",

@@ -53,7 +53,7 @@ def test_generate_verify_inspect_round_trip(tmp_path):
     "args,message",
     [
         (["--tokenizer", "./no-such-tokenizer.json"], "does not exist"),
-        (["--tokenizer", "phasebench-test/no-such-model"], "cannot load tokenizer"),
+        (["--tokenizer", "phasebench-test/no-such-model"], "not in the Hugging Face cache"),
         (["--length", "80"], "too short"),
         (["--modulus", "1"], "'modulus' must be >= 2"),
         (["--n-base", "0"], "'n_base' must be >= 1"),
