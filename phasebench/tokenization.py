@@ -73,10 +73,10 @@ __all__ = [
 
 
 #: How a local tokenizer is named in what phasebench writes (rows, manifests, cards, exports), so
-#: that no folder of this machine leaves it: ``package:PKG/REST`` for a file or folder inside an
+#: that no folder of this machine leaves it: ``python:PKG/REST`` for a file or folder inside an
 #: installed package (loadable wherever that package is installed), ``local:NAME`` for one
 #: elsewhere (its fingerprint identifies it; pass the file or folder itself to load it).
-PACKAGE_PREFIX = "package:"
+PACKAGE_PREFIX = "python:"  # as submissions name a packaged tokenizer
 LOCAL_PREFIX = "local:"
 
 
@@ -92,7 +92,7 @@ def _looks_local(name: str) -> bool:
 def portable_name(name: str) -> str:
     """The tokenizer's name as phasebench writes it: a built-in alias or a Hub id unchanged
     (their splits stay byte for byte what they were); a local file or folder as ``./REST``
-    inside the working folder, ``package:PKG/REST`` inside an installed package, else
+    inside the working folder, ``python:PKG/REST`` inside an installed package, else
     ``local:NAME`` (its last part): never an absolute path of this machine."""
     if name in BUILTIN_ALIASES or name.startswith((PACKAGE_PREFIX, LOCAL_PREFIX)):
         return name
@@ -134,7 +134,7 @@ def _package_relative(path: Path, cwd: Path) -> str | None:
 
 
 def local_path(name: str) -> str:
-    """Where a name of :func:`portable_name` is on this machine: ``package:PKG/REST`` inside the
+    """Where a name of :func:`portable_name` is on this machine: ``python:PKG/REST`` inside the
     installed package; other names as they are. ``local:NAME`` cannot be found again."""
     if name.startswith(LOCAL_PREFIX):
         raise TokenizerError(

