@@ -212,6 +212,9 @@ def run_demo(
 NEXT_MODEL = "HuggingFaceTB/SmolLM2-135M-Instruct"
 #: The submission.yaml the demo leaves for the next steps' submission (edit it for your model).
 SUBMISSION_TEMPLATE = "submission.yaml"
+#: The template's revision: a submission names the model's commit (40 hex digits), which the
+#: demo cannot know; this stand-in passes the schema and must be replaced.
+TEMPLATE_REVISION = "0" * 40
 
 
 def submission_template() -> str:
@@ -221,7 +224,7 @@ def submission_template() -> str:
 
     meta = {
         "model": NEXT_MODEL,
-        "revision": "main",
+        "revision": TEMPLATE_REVISION,
         "precision": "float32",
         "backend": "hf",
         "kv_cache": "none, full attention",
@@ -230,7 +233,8 @@ def submission_template() -> str:
         "contact": "your name or e-mail",
         "max_length": 8192,
         "tokenizer": {"name": NEXT_MODEL},
-        "notes": "written by phasebench demo as a template: edit every field for your model",
+        "notes": "written by phasebench demo as a template: edit every field for your model, "
+        "revision first (the commit of the weights you ran)",
     }
     return yaml.safe_dump(meta, sort_keys=True)
 
@@ -251,7 +255,7 @@ def next_commands(out: str) -> list[tuple[str, str]]:
         (
             "submit it to a leaderboard (edit the submission.yaml first), then build the board",
             f"phasebench leaderboard pack {run} --submission {out}/{SUBMISSION_TEMPLATE} "
-            f"--out my-board/HuggingFaceTB__SmolLM2-135M-Instruct/main && "
+            f"--out my-board/{NEXT_MODEL.replace('/', '__')}/{TEMPLATE_REVISION} && "
             f"phasebench leaderboard build my-board --out my-site",
         ),
         (
