@@ -197,8 +197,11 @@ def run_demo(
     plots = write_plots(report, out / "plots")
     say(f"[4/{STEPS}] leaderboard: pack, validate, score, render")
     site = _build_site(out, runs_dir, variants)
+    submission = out / SUBMISSION_TEMPLATE
+    atomic_write_text(submission, submission_template())
     say(f"done in {time.monotonic() - clock:.0f} s")
     return {
+        "submission": str(submission),
         "splits": str(splits),
         "lm_eval": str(runs_dir),
         "report": str(report_path),
@@ -206,6 +209,64 @@ def run_demo(
         "site": str(site),
         "report_data": report,
     }
+
+
+#: The model the demo's next steps suggest: small, full attention, on the Hub.
+NEXT_MODEL = "HuggingFaceTB/SmolLM2-135M-Instruct"
+#: The submission.yaml the demo leaves for the next steps' submission (edit it for your model).
+SUBMISSION_TEMPLATE = "submission.yaml"
+#: The template's revision: a submission names the model's commit (40 hex digits), which the
+#: demo cannot know; this stand-in passes the schema and must be replaced.
+TEMPLATE_REVISION = "0" * 40
+
+
+def submission_template() -> str:
+    """A ``submission.yaml`` for :data:`NEXT_MODEL` run as :func:`next_commands` runs it; every
+    field says what a submission states (``leaderboard/README.md``)."""
+    import yaml
+
+    meta = {
+        "model": NEXT_MODEL,
+        "revision": TEMPLATE_REVISION,
+        "precision": "float32",
+        "backend": "hf",
+        "kv_cache": "none, full attention",
+        "chat_template": False,
+        "license": "Apache-2.0",
+        "contact": "your name or e-mail",
+        "max_length": 8192,
+        "tokenizer": {"name": NEXT_MODEL},
+        "notes": "written by phasebench demo as a template: edit every field for your model, "
+        "revision first (the commit of the weights you ran)",
+    }
+    return yaml.safe_dump(meta, sort_keys=True)
+
+
+def next_commands(out: str) -> list[tuple[str, str]]:
+    """What to run after the demo (``out`` is its folder): your model through ``phasebench
+    eval``, that run as a leaderboard submission and its board, and ``phasebench probe`` on a
+    prompt of your own; each line runnable as printed, in this order."""
+    run = "my-run"
+    model_args = f"pretrained={NEXT_MODEL}"
+    return [
+        (
+            "evaluate a model of yours (here SmolLM2-135M-Instruct, downloaded from the Hub)",
+            f"phasebench eval --model hf --model_args {model_args} --tasks phasebench_kv "
+            f"""--metadata '{{"max_seq_lengths": [1024], "n_base": 16}}' """
+            f"--log_samples --output_path {run}",
+        ),
+        (
+            "submit it to a leaderboard (edit the submission.yaml first), then build the board",
+            f"phasebench leaderboard pack {run} --submission {out}/{SUBMISSION_TEMPLATE} "
+            f"--out my-board/{NEXT_MODEL.replace('/', '__')}/{TEMPLATE_REVISION} && "
+            f"phasebench leaderboard build my-board --out my-site",
+        ),
+        (
+            "probe a prompt of your own (put {{shift}} before the passage that matters)",
+            f"phasebench probe examples/probe/code_cast.txt --model hf --model_args "
+            f"{model_args} --choices 8,4 --out my-probe",
+        ),
+    ]
 
 
 def eval_threads() -> int:

@@ -36,7 +36,10 @@ The tree (every class lives here; the modules that raise them import them from h
 
 One more is raised on purpose and never leaves the leaderboard's validation:
 ``phasebench.leaderboard.collect.Refused`` stops one submission with its ``Problem`` (the
-rule broken, the file, what to do), which the rejection report lists.
+rule broken, the file, what to do), which the rejection report lists. And
+:class:`TaskRefusal`, a ``SystemExit`` (not a ``PhasebenchError``): a phasebench task run by
+lm-eval's own command line refuses its input with it, the one way a task there ends the run with
+one line instead of a traceback.
 
 :func:`first_line` is how a message quotes another library's exception. Where phasebench turns
 an unexpected exception from hostile input into a refusal, ``PHASEBENCH_DEBUG=1``
@@ -174,6 +177,12 @@ class DependencyError(MachineError):
 class MissingPackageError(TokenizerError, DependencyError):
     """A tokenizer's package or library is missing: a :class:`DependencyError` that the code
     loading tokenizers also sees as a :class:`TokenizerError`."""
+
+
+class TaskRefusal(SystemExit):
+    """A phasebench task under ``lm_eval``'s command line refusing its metadata: Python prints
+    the message as one line on stderr and exits with status 1 (lm-eval's CLI leaves a task no
+    other way to end the run without a traceback)."""
 
 
 def first_line(exc: BaseException, limit: int = 200, empty: str | None = None) -> str:

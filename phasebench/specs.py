@@ -180,8 +180,13 @@ class SplitSpec:
 
     def to_dict(self) -> dict[str, Any]:
         """The spec as JSON data; the two axis fields only when set, so every config made
-        before they existed keeps its spec, cache key and content hash."""
+        before they existed keeps its spec, cache key and content hash. A local tokenizer is
+        named as :func:`phasebench.tokenization.portable_name` says (an alias or Hub id as
+        given)."""
+        from phasebench.tokenization import portable_name
+
         data = dataclasses.asdict(self)
+        data["tokenizer"] = portable_name(self.tokenizer)  # no folder of this machine
         data["tokenizer_args"] = dict(self.tokenizer_args)
         data["extra"] = dict(self.extra)
         if self.length_phases is None:

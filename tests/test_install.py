@@ -81,6 +81,21 @@ def test_every_package_of_the_checkout_ships(installed):
     assert source <= shipped, sorted(map(str, source - shipped))
 
 
+def test_the_wheel_declares_its_tasks_as_an_lm_eval_task_plugin(installed):
+    """The ``lm_eval.tasks`` entry point (lm-eval's proposed task plugins, not yet released)
+    names the package whose folder holds the task YAMLs: the folder ``tasks-dir`` prints."""
+    base, target, env = installed
+    code = (
+        "import importlib, importlib.metadata as m, pathlib;"
+        "(e,) = [e for e in m.entry_points(group='lm_eval.tasks') if e.name == 'phasebench'];"
+        "print(pathlib.Path(importlib.import_module(e.value).__file__).parent)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=base, env=env, capture_output=True,
+                          text=True, check=True)  # fmt: skip
+    folder = Path(proc.stdout.strip())
+    assert str(folder).startswith(str(target)) and (folder / "phasebench_kv.yaml").is_file()
+
+
 @pytest.mark.slow
 def test_lm_eval_finds_the_installed_tasks(installed, tiny_llama):
     base, target, env = installed

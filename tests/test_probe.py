@@ -270,8 +270,14 @@ def test_end_to_end_on_smollm2_through_hf(tmp_path, capsys):
     code = main(["probe", write(tmp_path, CODE), "--model", "hf", "--model_args",
                  smollm2_model_args(), "--choices", "8,4", "--modulus", "4", "--rounds", "2",
                  "--styles", "comment_hash", "--device", "cpu", "--out", str(out)])  # fmt: skip
-    printed = capsys.readouterr().out
+    captured = capsys.readouterr()
+    printed = captured.out
     assert code == 0
+    # one bar, the probe's; each slow step says what it does (before: a pair of lm-eval bars
+    # per shift, and nothing while the tokenizer and the model loaded)
+    assert "Running loglikelihood requests" not in captured.err, captured.err[-2000:]
+    assert "Loading weights" not in captured.err and "probe: 100%" in captured.err
+    assert "8 exact shifts planned; loading the model through lm-eval's hf backend" in captured.err
     data = json.loads((out / "probe.json").read_text())
     assert len(data["shifts"]) == 8 and data["witness"]["kind"] == "backend tok_encode"
     assert all(len(e["logprobs"]) == 2 for e in data["shifts"])

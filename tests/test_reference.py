@@ -411,3 +411,41 @@ def test_stacked_profiles_are_byte_identical(tmp_path):
     second = plot_stacked_profiles(panels, tmp_path / "b", "sweep", strides=[1, 4])
     assert [p.name for p in first] == ["sweep.png", "sweep.svg"]
     assert [p.read_bytes() for p in first] == [p.read_bytes() for p in second]
+
+
+@pytest.mark.slow
+def test_the_demos_next_commands_run_as_printed(demo, tmp_path, monkeypatch, capsys):
+    """The three commands the demo ends with (``phasebench.demo.next_commands``), run as
+    printed from a fresh folder, offline: the eval parses and passes every phasebench check and
+    stops only at the download; the submission packs the demo's own run (standing in for that
+    eval's output) with the template the demo wrote, which the submission schema accepts; the
+    probe stops only at the download too."""
+    import shlex
+    import shutil
+
+    import jsonschema
+    import yaml
+
+    from phasebench.cli import main
+    from phasebench.demo import next_commands
+    from phasebench.leaderboard.schema import submission_schema
+
+    paths, _ = demo
+    out = Path(paths["report"]).parent
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(Path(__file__).resolve().parent.parent / "examples", tmp_path / "examples")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    (evaluate, what), (submit, _), (probe, _) = ((c, w) for w, c in next_commands(str(out)))
+    for command in (evaluate, probe):
+        argv = shlex.split(command)
+        assert argv[0] == "phasebench"
+        assert main(argv[1:]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert "HF_HUB_OFFLINE is set" in err[-1], (command, err)
+    shutil.copytree(out / "lm_eval" / "mean-w8s4", tmp_path / "my-run")
+    pack, _, build = submit.partition(" && ")
+    assert main(shlex.split(pack)[1:]) == 0, capsys.readouterr().err
+    meta = yaml.safe_load((out / "submission.yaml").read_text())
+    assert not list(jsonschema.Draft202012Validator(submission_schema()).iter_errors(meta))
+    assert shlex.split(build)[:3] == ["phasebench", "leaderboard", "build"]

@@ -97,6 +97,12 @@ def test_wrapper_runs_lm_eval_with_the_compact_metric_set(tiny_llama, tmp_path):
     proc = lm_eval(tmp_path, f"pretrained={tiny_llama},dtype=float32", "phasebench_kv", metadata,
                    wrapper=True, extra=["--gen_kwargs", "max_gen_toks=4"])  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
+    # one bar for the work (lm-eval's requests), none for building contexts or loading weights,
+    # and a line for each step before it
+    assert "Loading weights" not in proc.stderr and "Running generate_until" in proc.stderr
+    assert not [ln for ln in proc.stderr.replace("\r", "\n").splitlines() if ln.startswith("100%|")]
+    assert "phasebench eval: phasebench_kv: the split for the model's tokenizer" in proc.stderr
+    assert "phasebench eval: lm-eval: indexing the tasks, loading the model" in proc.stderr
     results, samples = outputs(tmp_path / "out")
     # a local model's run and output folder are named by its folder, not its whole path
     assert [p.name for p in (tmp_path / "out").iterdir()] == [tiny_llama.name]

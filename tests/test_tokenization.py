@@ -46,7 +46,7 @@ def test_missing_local_tokenizer_is_a_clear_error(name):
 
 
 def test_unknown_hub_id_is_a_clear_error_offline():
-    with pytest.raises(TokenizerError, match="cannot load tokenizer"):
+    with pytest.raises(TokenizerError, match="not in the Hugging Face cache"):
         load_tokenizer("phasebench-test/no-such-model")
 
 
@@ -79,3 +79,29 @@ def test_tokenizer_json_on_disk_is_hashed_in_full(deepseek, tmp_path):
     changed = tmp_path / "tokenizer.json"
     changed.write_text(json.dumps(data))
     assert load_tokenizer(str(changed)).fingerprint != deepseek.fingerprint
+
+
+@pytest.mark.parametrize(
+    ("env", "reason"),
+    [
+        ({"HF_HUB_OFFLINE": "1"}, "HF_HUB_OFFLINE is set"),
+        ({"HF_HUB_OFFLINE": "0", "HF_ENDPOINT": "http://127.0.0.1:9"}, "cannot be reached"),
+    ],
+)
+def test_an_uncached_hub_tokenizer_offline_fails_at_once_with_the_reason(tmp_path, env, reason):
+    """Before, the Hub client retried five times with backoff (71 s against a closed port)
+    and then said only that it could not connect."""
+    import os
+    import subprocess
+    import sys
+
+    environ = dict(os.environ, HF_HOME=str(tmp_path / "hf"), **env)
+    done = subprocess.run(
+        [sys.executable, "-m", "phasebench", "generate", "kv", "--tokenizer",
+         "nosuchorg/nosuchmodel", "--length", "256", "--out", str(tmp_path / "out")],
+        capture_output=True, text=True, env=environ, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert "'nosuchorg/nosuchmodel' is not a local file or folder" in line and reason in line
+    assert not (tmp_path / "out").exists()

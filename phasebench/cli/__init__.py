@@ -34,8 +34,20 @@ COMMANDS = (
 )
 
 
-class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
-    """Defaults shown after every option's help; descriptions keep their line breaks."""
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Each option's default shown once after its help, where there is one to show (not for a
+    required option, a flag, an unset value, or a help text that states its default itself);
+    descriptions keep their line breaks."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if "%(default)" in text or "default:" in text or "(default" in text:
+            return text
+        if action.required or action.default in (None, False, argparse.SUPPRESS, [], ()):
+            return text
+        if action.option_strings or action.nargs in ("?", "*"):
+            return f"{text} (default: %(default)s)"
+        return text
 
 
 class Parser(argparse.ArgumentParser):

@@ -34,7 +34,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from phasebench.demo import results_legend, results_table, run_demo
+    from phasebench.demo import next_commands, results_legend, results_table, run_demo
 
     def say(line: str) -> None:
         print(line, flush=True)
@@ -57,4 +57,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"report:  {paths['report']}  (phasebench report {paths['lm_eval']})")
     print(f"plots:   {Path(args.out) / 'plots'}")
     print(f"site:    {paths['site']}  (open it in a browser)")
+    print("\nnext:")
+    for what, command in next_commands(str(args.out)):
+        print(f"  # {what}\n  {command}")
     return 0

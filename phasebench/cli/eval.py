@@ -27,32 +27,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def phasebench_help() -> str:
     """What ``phasebench eval --help`` prints before lm-eval's own help: what phasebench adds to
     lm-eval's ``run``, and the task metadata keys with their defaults."""
-    import textwrap
-
-    from phasebench.families import get_family, names
-    from phasebench.lmeval.data import DEFAULT_LENGTHS, DEFAULT_MODULUS
     from phasebench.lmeval.harness import GROUP, TASK_FAMILIES
-    from phasebench.lmeval.tasks import METRIC_SETS
+    from phasebench.lmeval.metadata import help_table
 
-    n_base = ", ".join(f"{family} {get_family(family).default_n_base}" for family in names())
-    keys = [
-        ("max_seq_lengths", str(list(DEFAULT_LENGTHS)), "prompt lengths in tokens"),
-        ("phase_modulus", str(DEFAULT_MODULUS), "P: phases 0..P-1 (code: a divisor of 16)"),
-        ("n_base", n_base, 'base items per length: one number or {"kv": 32, "niah": 16}; kv '
-         "and niah need a multiple of P, at least 2P"),
-        ("seed", "0", "generation seed"),
-        ("metrics", METRIC_SETS[0], f"metric set: {' or '.join(METRIC_SETS)}"),
-        ("length_phases", "off", 'kv, niah: true or "crossed" adds the prompt-length axis'),
-        ("phases", "all", 'kv, niah: a subset of residues, e.g. "0:128:16,125:128"'),
-        ("dataset_path", "none", "a pre-built split: a folder from `phasebench generate` or "
-         "`phasebench publish`, or a Hub dataset id"),
-    ]  # fmt: skip
-    width = max(len(k) for k, _, _ in keys)
-    table = "\n".join(
-        textwrap.fill(f"{m} (default: {d})", 96, initial_indent=f"  {k:<{width}}  ",
-                      subsequent_indent=" " * (width + 4))
-        for k, d, m in keys
-    )  # fmt: skip
+    table = help_table()
     return f"""phasebench eval: lm-eval's `run` with the phasebench tasks on its --include_path
 ({", ".join(TASK_FAMILIES)}; the group {GROUP} runs all three).
 Every option below passes to lm-eval unchanged.
@@ -97,11 +75,20 @@ def run(args: argparse.Namespace) -> int:
         except SystemExit as exc:
             return int(exc.code or 0)
         return 0
+    import sys
+
+    from transformers.utils import logging as transformers_logging
+
     register_model_type()  # --model phasebench-kvpress (imported only when a run names it)
+    transformers_logging.disable_progress_bar()  # one bar for the work: lm-eval's requests
+
+    def say(line: str) -> None:
+        print(f"phasebench eval: {line}", file=sys.stderr, flush=True)
+
     staged, futility_gap, lm_eval_args = _staged_options(args.lm_eval_args)
     if staged:
         return _run_staged(lm_eval_args, futility_gap)
-    output = run_eval(lm_eval_args)
+    output = run_eval(lm_eval_args, on_event=say)
     if not output.samples_files:
         print(
             "\nphasebench: per-phase summary (worst phase, gap, p-value, period): run with "

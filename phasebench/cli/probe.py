@@ -122,6 +122,11 @@ def run(args: argparse.Namespace) -> int:
         from phasebench.probe.output import check_out
 
         out = check_out(args.out)
+    import sys
+
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.disable_progress_bar()  # one bar for the work: the probe's own
     result = run_probe(
         args.prompt_file,
         args.model,
@@ -137,6 +142,7 @@ def run(args: argparse.Namespace) -> int:
         device=args.device,
         max_gen_toks=args.max_gen_toks,
         progress=True,
+        on_event=lambda line: print(f"phasebench probe: {line}", file=sys.stderr, flush=True),
     )
     from phasebench.probe.analysis import terminal_plot
 

@@ -281,7 +281,7 @@ def _render_item(plan: NeedlePlan, b: int) -> Iterator[dict]:
             "answer": item.needle.answer,
             "choices": [],
             "depth": anchor / (L + more),
-            "tokenizer": tok.name,
+            "tokenizer": tok.portable_name,
             "tokenizer_fingerprint": tok.fingerprint,
             "seed": spec.seed,
             "key_char": key_char,

@@ -24,6 +24,24 @@ from phasebench.errors import HubError, first_line
 EVAL_FILE = "eval.yaml"
 #: The harness that runs phasebench's tasks (phasebench registers them with lm-eval).
 EVALUATION_FRAMEWORK = "lm-evaluation-harness"
+#: The ``evaluation_framework`` values the Hub accepts in ``eval.yaml`` (huggingface.js,
+#: ``packages/tasks/src/eval.ts``, ``EVALUATION_FRAMEWORKS``, as read in December 2026). The
+#: Hub refuses a push whose ``eval.yaml`` names another, and lm-evaluation-harness is not among
+#: them: until it is, phasebench writes no ``eval.yaml`` (:func:`writes_eval_yaml`).
+HUB_FRAMEWORKS = (
+    "exgentic", "inspect-ai", "math-arena", "mteb", "olmocr-bench", "harbor", "archipelago",
+    "apex-evals", "screenspot-pro", "swe-bench", "swe-bench-pro", "nemo-evaluator", "yc-bench",
+    "open-asr-leaderboard", "mdpbench", "parsebench", "video-mme-v2", "claw-eval",
+    "wildclawbench",
+)  # fmt: skip
+
+
+def writes_eval_yaml() -> bool:
+    """Whether a repository folder gets an ``eval.yaml``: only when the Hub accepts the
+    framework it would name (never a file the Hub refuses at push)."""
+    return EVALUATION_FRAMEWORK in HUB_FRAMEWORKS
+
+
 DESCRIPTION = (
     "Phase-balanced long-context retrieval splits. Every item is asked at each phase of the "
     "fact's token position modulo a stride, so a model whose attention or KV cache works in "

@@ -27,7 +27,7 @@ def tokenizer_slug(name: str, args: dict[str, Any] | None = None) -> str:
     """A short Hub-safe name for a tokenizer: the alias, the model name of a Hub id, or the
     folder/file name of a local path, followed by any tokenizer arguments (they change the
     token sequence, so two configs that differ in them must not share a name)."""
-    path = Path(name)
+    path = Path(name.removeprefix("python:").removeprefix("local:"))
     if name.endswith((".json", ".gguf")) and path.name == "tokenizer.json":
         base = path.parent.name or "tokenizer"
     elif name.endswith((".json", ".gguf")):

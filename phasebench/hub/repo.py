@@ -30,7 +30,7 @@ from phasebench.atomic import (
 from phasebench.build import HASH_KEY, MANIFEST, content_hash, read_manifest
 from phasebench.errors import HubError, SplitError, first_line
 from phasebench.families import names as family_names
-from phasebench.hub.benchmark import EVAL_FILE, render_eval_yaml
+from phasebench.hub.benchmark import EVAL_FILE, render_eval_yaml, writes_eval_yaml
 from phasebench.hub.card import render_card
 from phasebench.hub.naming import (
     CARD,
@@ -219,7 +219,8 @@ def build_repo(
             {s.name: pq.read_schema(s.files()[0][0]) for s in sources},
         )
         atomic_write_text(tmp / CARD, card)
-        atomic_write_text(tmp / EVAL_FILE, render_eval_yaml(index))
+        if writes_eval_yaml():
+            atomic_write_text(tmp / EVAL_FILE, render_eval_yaml(index))
         validate_repo(tmp, deep=False)
     return out
 
@@ -343,7 +344,7 @@ def repo_problems(repo_dir: Path | str, *, deep: bool = True) -> list[str]:
     problems: list[str] = []
     manifests: dict[str, dict] = {}
     schemas: dict[str, pa.Schema] = {}
-    expected_files = {INDEX, CARD, EVAL_FILE}
+    expected_files = {INDEX, CARD, EVAL_FILE}  # a present eval.yaml is judged below
     for c in index["configs"]:
         name = c["name"]
         mpath = repo / c["manifest"]
@@ -420,13 +421,19 @@ def repo_problems(repo_dir: Path | str, *, deep: bool = True) -> list[str]:
         problems.append(f"{CARD}: differs from the card rendered from the manifests")
     eval_path = repo / EVAL_FILE
     if not eval_path.is_file():
-        problems.append(f"{EVAL_FILE}: missing (the Hub reads it to list the benchmark's tasks)")
+        if writes_eval_yaml():
+            problems.append(f"{EVAL_FILE}: missing (the Hub reads it to list the benchmark)")
         return problems
     try:
         eval_bytes = read_bounded(eval_path, MAX_CARD_BYTES, f"the benchmark's {EVAL_FILE}")
     except HubError as exc:
         return [*problems, f"{EVAL_FILE}: {exc}"]
-    if eval_bytes != render_eval_yaml(index).encode("utf-8"):
+    if not writes_eval_yaml():
+        problems.append(
+            f"{EVAL_FILE}: present, but the Hub does not accept the framework it would name "
+            f"yet (docs/hub.md); remove it"
+        )
+    elif eval_bytes != render_eval_yaml(index).encode("utf-8"):
         problems.append(f"{EVAL_FILE}: differs from the one written from the index")
     return problems
 

@@ -69,6 +69,20 @@ def check_version() -> str:
 # -- CLI --------------------------------------------------------------------------------------
 
 
+def under_lm_eval_cli() -> bool:
+    """Whether this process is lm-eval's own command line (``lm_eval ...`` or ``python -m
+    lm_eval``), where an exception raised by a task ends in a traceback after the model loaded,
+    and not ``phasebench eval`` or a Python caller of ``simple_evaluate``."""
+    import sys
+
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    if spec is not None and spec.name == "lm_eval.__main__":
+        return True
+    entry = getattr(main, "cli_evaluate", None)
+    return getattr(entry, "__module__", None) == "lm_eval.__main__"
+
+
 def run_cli(
     argv: Sequence[str],
     before: Callable[[Any], None] | None = None,
@@ -96,6 +110,7 @@ def run_cli(
     if before is not None:
         before(namespace)
     with contextlib.ExitStack() as stack:
+        stack.enter_context(no_context_bars())
         if own_tasks_only is not None and own_tasks_only(namespace):
             stack.enter_context(included_tasks_only())
         stack.enter_context(_model_name(name(namespace) if name is not None else None))
@@ -132,6 +147,23 @@ def _model_name(model_name: str | None) -> Iterator[None]:
         yield
     finally:
         GeneralConfigTracker.log_experiment_args = original
+
+
+@contextlib.contextmanager
+def no_context_bars() -> Iterator[None]:
+    """Within the block, lm-eval builds each task's requests without its unnamed progress bar
+    (``Task.build_all_requests``), so the run shows one bar for the work: the model's."""
+    import functools
+
+    import lm_eval.api.task
+    from tqdm import tqdm
+
+    original = lm_eval.api.task.tqdm
+    lm_eval.api.task.tqdm = functools.partial(tqdm, disable=True)
+    try:
+        yield
+    finally:
+        lm_eval.api.task.tqdm = original
 
 
 @contextlib.contextmanager
@@ -278,23 +310,24 @@ def evaluate_and_save(
     from lm_eval.loggers import EvaluationTracker
     from lm_eval.tasks import TaskManager
 
-    results = simple_evaluate(
-        model=model,
-        model_args=dict(model_args),
-        tasks=list(tasks),
-        task_manager=TaskManager(
-            include_path=include_path,
-            include_defaults=False,  # phasebench's own tasks only: no index of lm-eval's 15,000
-            metadata=dict(model_args) | dict(metadata),
-        ),
-        batch_size=batch_size,
-        gen_kwargs=dict(gen_kwargs) if gen_kwargs else None,
-        log_samples=True,
-        random_seed=0,
-        numpy_random_seed=0,
-        torch_random_seed=0,
-        fewshot_random_seed=0,
-    )
+    with no_context_bars():  # one bar for the work: the model's requests
+        results = simple_evaluate(
+            model=model,
+            model_args=dict(model_args),
+            tasks=list(tasks),
+            task_manager=TaskManager(
+                include_path=include_path,
+                include_defaults=False,  # phasebench's own tasks only: no index of lm-eval's
+                metadata=dict(model_args) | dict(metadata),
+            ),
+            batch_size=batch_size,
+            gen_kwargs=dict(gen_kwargs) if gen_kwargs else None,
+            log_samples=True,
+            random_seed=0,
+            numpy_random_seed=0,
+            torch_random_seed=0,
+            fewshot_random_seed=0,
+        )
     tracker = EvaluationTracker(output_path=str(output_path))
     results["config"]["model_name"] = model_name
     tracker.general_config_tracker.model_name = model_name

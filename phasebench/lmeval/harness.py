@@ -13,12 +13,14 @@ token count for every sample.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from phasebench.errors import EvalError
+from phasebench.errors import EvalError, SpecError, first_line
+from phasebench.lmeval.metadata import check_keys
 from phasebench.lmeval.tasks import MAX_GEN_TOKS
 from phasebench.lmeval.witness import (
     WITNESSED_BACKENDS,
@@ -102,7 +104,7 @@ def model_max_length(model_args: Mapping[str, Any], backend: str | None = None) 
 
     from phasebench.lmeval import compat
     from phasebench.lmeval.data import tokenizer_source
-    from phasebench.tokenization import load_tokenizer
+    from phasebench.tokenization import check_reachable, load_tokenizer
 
     pretrained = model_args.get("pretrained")
     if not pretrained:
@@ -114,6 +116,8 @@ def model_max_length(model_args: Mapping[str, Any], backend: str | None = None) 
     for key in ("gguf_file", "subfolder"):
         if model_args.get(key):
             kwargs[key] = model_args[key]
+    if not Path(str(pretrained)).expanduser().exists():  # a Hub id: offline, fail at once
+        check_reachable(str(pretrained), dict(model_args), files=("config.json",), what="model")
     try:
         config = transformers.AutoConfig.from_pretrained(str(pretrained), **kwargs)
     except Exception as exc:  # transformers raises many kinds; one line for the user
@@ -192,12 +196,12 @@ def check_metadata(families: Sequence[str], kwargs: Mapping[str, Any]) -> None:
                 check(spec)
 
 
-def prepare(ns: Any) -> None:
+def prepare(ns: Any, on_event: Callable[[str], None] | None = None) -> None:
     """Build (or find) every phasebench split of the run and apply the truncation guard.
 
     ``ns`` is lm-eval's parsed ``run`` namespace; with ``--apply_chat_template`` its metadata
     gains the flag so the tasks relabel phases for the templated sequence."""
-    from phasebench.families import get_family
+    from phasebench.families import get_family, task_name
     from phasebench.lmeval.data import resolve_split
 
     families = requested_families(ns.tasks or [])
@@ -205,6 +209,9 @@ def prepare(ns: Any) -> None:
         return
     model_args = dict(ns.model_args or {})
     metadata = dict(ns.metadata or {})
+    # --metadata alone, before lm-eval merges the model arguments in: every key phasebench does
+    # not know is refused when the run's tasks are all phasebench's (others may read their own)
+    check_keys(metadata, strict=_own_tasks(ns))
     chat = getattr(ns, "apply_chat_template", None)
     if chat:
         metadata["apply_chat_template"] = True
@@ -215,6 +222,11 @@ def prepare(ns: Any) -> None:
     backend = getattr(ns, "model", None)
     max_length = model_max_length(model_args, backend)
     for family in families:
+        if on_event is not None:
+            on_event(
+                f"{task_name(family)}: the split for the model's tokenizer (generated on first "
+                f"use, then cached)"
+            )
         split = resolve_split(family, **(model_args | metadata))
         # the prompt as the model receives it (code, whose anchor is the answer: the anchor is
         # the prompt's token count; kv, niah: the templated sequence's under a chat template)
@@ -228,6 +240,8 @@ def prepare(ns: Any) -> None:
         # the same backend, whose responses carry the server's prompt token counts
         register_witnessed_backends()
         ns.model = witnessed_backend(backend)
+    if on_event is not None:
+        on_event("lm-eval: indexing the tasks, loading the model, then running the prompts")
 
 
 @dataclass(frozen=True)
@@ -264,7 +278,35 @@ def _samples_files(output_path: str | None) -> dict[Path, int]:
     return found
 
 
-def run_eval(argv: Sequence[str], adjust: Callable[[Any], None] | None = None) -> EvalOutput:
+#: lm-eval options that take a JSON object (or ``key=value`` pairs).
+JSON_OPTIONS = ("--metadata", "--model_args", "--gen_kwargs")
+
+
+def check_json_options(argv: Sequence[str]) -> None:
+    """Refuse a JSON object that does not parse in one line, before lm-eval's parser raises it
+    as a traceback (``ValueError: Invalid JSON``): lm-eval reads a value with ``{`` as JSON."""
+    for i, arg in enumerate(argv):
+        option, eq, value = arg.partition("=")
+        if option not in JSON_OPTIONS:
+            continue
+        if not eq:
+            value = argv[i + 1] if i + 1 < len(argv) else ""
+        if "{" not in value:
+            continue
+        try:
+            json.loads(value)
+        except ValueError as exc:
+            raise SpecError(
+                f"{option} is not valid JSON ({first_line(exc)}): {value[:80]!r}; write it "
+                f"""as '{{"max_seq_lengths": [1024]}}' (double quotes inside single quotes)"""
+            ) from None
+
+
+def run_eval(
+    argv: Sequence[str],
+    adjust: Callable[[Any], None] | None = None,
+    on_event: Callable[[str], None] | None = None,
+) -> EvalOutput:
     """Run lm-eval's CLI on ``argv`` with the phasebench tasks folder included, after
     :func:`prepare` has built the splits and checked that nothing will be truncated.
     ``adjust`` may change lm-eval's parsed namespace first (a staged run sets ``limit``).
@@ -282,13 +324,14 @@ def run_eval(argv: Sequence[str], adjust: Callable[[Any], None] | None = None) -
             "phasebench eval adds --include_path itself; call lm_eval directly to combine "
             "task folders (lm_eval --include_path DIR ... with DIR from `phasebench tasks-dir`)"
         )
+    check_json_options(args)
     seen: dict[Path, int] = {}
 
     def before(ns: Any) -> None:
         seen.update(_samples_files(getattr(ns, "output_path", None)))
         if adjust is not None:
             adjust(ns)
-        prepare(ns)
+        prepare(ns, on_event)
 
     def name(ns: Any) -> str | None:
         """A local model's run is named by its GGUF file or folder, not its whole path."""

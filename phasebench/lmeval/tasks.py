@@ -36,8 +36,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from phasebench import metrics
-from phasebench.errors import EvalError
-from phasebench.families import get_family
+from phasebench.errors import EvalError, PhasebenchError, TaskRefusal
+from phasebench.families import get_family, task_name
 from phasebench.rows import config_length
 from phasebench.samples import (
     SERVED_KEY,
@@ -164,9 +164,17 @@ def task_dataset(family: str, **kwargs: Any):
     """
     import datasets
 
+    from phasebench.lmeval.compat import under_lm_eval_cli
     from phasebench.lmeval.data import provenance, resolve_split
+    from phasebench.lmeval.metadata import check_keys
 
-    split = resolve_split(family, **kwargs)
+    try:
+        check_keys(kwargs, strict=False)  # model arguments share the mapping: near misses only
+        split = resolve_split(family, **kwargs)
+    except PhasebenchError as exc:
+        if under_lm_eval_cli():  # one line, not a traceback (lm-eval loaded the model first)
+            raise TaskRefusal(f"{task_name(family)}: {exc}") from None
+        raise
     dataset = datasets.DatasetDict({"test": datasets.Dataset.from_list(split.rows)})
     dataset.phasebench_provenance = provenance(split)  # PhaseTask files it under metadata
     return dataset

@@ -94,8 +94,12 @@ def run_probe(
     device: str | None = None,
     max_gen_toks: int = MAX_GEN_TOKS,
     progress: bool = False,
+    on_event: Callable[[str], None] | None = None,
 ):
-    """Plan, ask and analyse one probe (a :class:`~phasebench.probe.analysis.ProbeResult`)."""
+    """Plan, ask and analyse one probe (a :class:`~phasebench.probe.analysis.ProbeResult`).
+    ``on_event`` hears what each slow step after the planning is doing (loading the model;
+    a bad prompt or argument is refused before any of it); ``progress`` shows one bar over
+    the shifts."""
     from phasebench.probe.analysis import analyse
     from phasebench.probe.run import ask
 
@@ -103,17 +107,18 @@ def run_probe(
         raise ProbeError("give --expect TEXT or --choices A,B, not both")
     if expect is not None and not expect.strip():
         raise ProbeError("--expect needs the expected answer's text (got an empty string)")
+    say = on_event or (lambda line: None)
     prompt = read_prompt(prompt_file)
     plan, tok = plan_for_model(prompt, model, model_args, modulus=modulus, rounds=rounds,
                                styles=styles, custom=custom, choices=choices, chat=chat,
                                system=system, max_gen_toks=max_gen_toks)  # fmt: skip
     answers = ask(plan, tok, model, model_args, device=device, max_gen_toks=max_gen_toks,
-                  progress=progress)  # fmt: skip
+                  progress=progress, on_event=say)  # fmt: skip
     provenance = {
         "prompt_file": Path(prompt_file).name,
         "model": model,
         "model_args": model_args,
-        "tokenizer": tok.name,
+        "tokenizer": tok.portable_name,
         "tokenizer_fingerprint": tok.fingerprint,
     }
     return analyse(plan, answers, expect=expect, provenance=provenance)

@@ -20,7 +20,7 @@ Two witnesses that the model received the sequence whose positions were checked:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,8 +74,10 @@ def ask(
     device: str | None = None,
     max_gen_toks: int = MAX_GEN_TOKS,
     progress: bool = False,
+    on_event: Callable[[str], None] | None = None,
 ) -> list[Answer]:
-    """Every rendering of ``plan``, answered by the model (see the module docstring)."""
+    """Every rendering of ``plan``, answered by the model (see the module docstring). With
+    ``progress`` one bar counts the shifts; lm-eval's own bar of each call is off."""
     from phasebench.lmeval import compat
 
     compat.check_version()
@@ -95,6 +97,11 @@ def ask(
                 "--model phasebench-kvpress generates answers only; use --expect TEXT instead "
                 "of --choices"
             )
+    if on_event is not None:
+        on_event(
+            f"{len(plan.renderings)} exact shifts planned; loading the model through lm-eval's "
+            f"{model} backend"
+        )
     lm = compat.create_model(model, model_args, batch_size=1, device=device)
     responses = compat.record_responses(lm) if is_api(model) else None
     answers = []
@@ -112,12 +119,13 @@ def ask(
                 compat.request("loglikelihood", doc, (context, c), i)
                 for i, c in enumerate(plan.choices)
             ]
-            scored = lm.loglikelihood(requests)
+            scored = lm.loglikelihood(requests, disable_tqdm=True)
             logprobs, response = tuple(float(ll) for ll, _ in scored), None
             expected = r.n_tokens + 1
         else:
             gen = {"until": list(UNTIL), "max_gen_toks": max_gen_toks, "do_sample": False}
-            (response,) = lm.generate_until([compat.request("generate_until", doc, (context, gen))])
+            ask_one = [compat.request("generate_until", doc, (context, gen))]
+            (response,) = lm.generate_until(ask_one, disable_tqdm=True)
             logprobs, expected = (), r.n_tokens
         counted = None
         if responses is not None:

@@ -99,7 +99,7 @@ class CodePlan:
                     "answer": item.right,
                     "choices": [item.right, item.distractor],
                     "depth": 1.0,
-                    "tokenizer": tok.name,
+                    "tokenizer": tok.portable_name,
                     "tokenizer_fingerprint": tok.fingerprint,
                     "seed": spec.seed,
                     "key_char": -1,
