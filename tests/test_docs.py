@@ -324,6 +324,8 @@ PATH_DOCS = [*DOCS, ROOT / "leaderboard" / "README.md", ROOT / "tasks" / "README
 TOP_LEVEL = ("phasebench/", "tests/", "docs/", "benchmarks/", "examples/", "leaderboard/",
              "tasks/", "generators/", "data_cards/", ".ci/")  # fmt: skip
 TICKED = re.compile(r"`([^`\s]+)`")
+#: Hub model ids that read like repository paths (the shipped random fixture's org is phasebench).
+MODEL_IDS = {"phasebench/tiny-random-llama"}
 
 
 def named_paths(text: str) -> list[str]:
@@ -333,7 +335,9 @@ def named_paths(text: str) -> list[str]:
     found = []
     for m in TICKED.finditer(text):
         token = m[1].rstrip(".,:;)")
-        if not token.startswith(TOP_LEVEL) or any(c in token for c in "<>*{}$|") or "..." in token:
+        if not token.startswith(TOP_LEVEL) or token in MODEL_IDS:
+            continue
+        if any(c in token for c in "<>*{}$|") or "..." in token:
             continue
         found.append(token.split("::")[0])
     return found
