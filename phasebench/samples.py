@@ -213,9 +213,10 @@ def served_state(doc: Mapping[str, Any], value: Any) -> str | None:
     count = value[1]
     if count is None:
         return "unverified"
-    if isinstance(count, bool) or not isinstance(count, int | float):
-        raise SamplesError(f"{SERVED_KEY} count must be a number (got {count!r})")
-    return "agree" if int(count) == served_label(doc) else "disagree"
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        # a count is a whole number of tokens: 256.9 is never read as 256 (and "agrees")
+        raise SamplesError(f"{SERVED_KEY} count must be a whole number of tokens (got {count!r})")
+    return "agree" if count == served_label(doc) else "disagree"
 
 
 def served_verified_share(items: Sequence[Any]) -> float:

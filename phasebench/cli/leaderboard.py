@@ -91,7 +91,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--out",
         required=True,
         help="output folder, one <org>__<model>/.eval_results/ per model (replaced only if "
-        "this command made it or it is empty)",
+        "this command made it or it is empty); an entry that cannot be written inside it is "
+        "named on stderr and the exit code is 1",
     )
     ex.set_defaults(run=_export_eval_results)
 
@@ -226,24 +227,35 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _export_eval_results(args: argparse.Namespace) -> int:
+    from phasebench.atomic import check_replaceable
     from phasebench.errors import SubmissionsError
-    from phasebench.leaderboard.eval_results import export_eval_results
+    from phasebench.leaderboard.eval_results import (
+        MARKER,
+        check_board,
+        check_site_url,
+        export_eval_results,
+    )
     from phasebench.leaderboard.render import load_board
 
+    check_site_url(args.site_url)
+    check_replaceable(args.out, MARKER)
     path = Path(args.board)
     if path.is_dir():
         path = path / "leaderboard.json"
     if not path.is_file():
         raise SubmissionsError(f"{str(path)!r} is not a built board (leaderboard.json)")
     try:
-        board = load_board(path)
-    except ValueError as exc:
+        board = check_board(load_board(path), repr(str(path)))
+    except (ValueError, RecursionError) as exc:
         raise SubmissionsError(f"{str(path)!r} is not valid JSON ({exc})") from None
+    refused: dict[str, str] = {}
     for written in export_eval_results(
-        board, args.out, dataset_id=args.dataset, site_url=args.site_url
+        board, args.out, dataset_id=args.dataset, site_url=args.site_url, refused=refused
     ):
         print(written)
-    return 0
+    for page, why in sorted(refused.items()):
+        print(f"phasebench: entry {ascii(page)} not exported: {why}", file=sys.stderr)
+    return 1 if refused else 0
 
 
 def _mark_reproduced(args: argparse.Namespace) -> int:

@@ -204,7 +204,8 @@ def check_task(
     tok: Any,
 ) -> tuple[pd.DataFrame, int]:
     """All per-task rules; returns the scored samples (one row per sample: its scored record
-    with task, family and n_base) and the longest sequence the run needed."""
+    with task, family and n_base), the longest sequence the run needed, and what the server's
+    witness says of the samples (:func:`_witness`)."""
     if task not in raw.samples:
         raise Refused("files", raw.name, f"no samples_{task}_*.jsonl for task {task}")
     path, records = raw.samples[task]
@@ -272,8 +273,32 @@ def check_task(
                 f"present (every phase of every base item is needed)",
             )
     frame = pd.DataFrame(rows_out)
+    witness = _witness(task, path, scored)
     _check_aggregates(task, results_path, results, frame, scored)
-    return frame, context.longest
+    return frame, context.longest, witness
+
+
+#: What the server's witness says of a task's samples (:func:`_witness`), and of a submission.
+WITNESSED, NOT_WITNESSED = "witnessed", "not witnessed"
+
+
+def _witness(task: str, path: Path, scored: Sequence[dict]) -> str | None:
+    """``witnessed`` when every sample carries the server's count and each agrees with its label
+    (a disagreeing one was refused already), ``not witnessed`` when every sample carries the
+    key but the server reported no count for some, None when no sample carries it (no server
+    witnessed the run). The key on some samples only is half a witness: removing it from the
+    samples that disagree would pass the ``served`` rule, so it is refused."""
+    present = [s[SERVED_KEY] for s in scored if SERVED_KEY in s]
+    if not present:
+        return None
+    if len(present) != len(scored):
+        raise Refused(
+            "served",
+            path,
+            f"{task}: {len(present)} of {len(scored)} samples carry the server's witness "
+            f"({SERVED_KEY}); a run through a server logs it on every sample (phasebench eval)",
+        )
+    return WITNESSED if all(value[1] is not None for value in present) else NOT_WITNESSED
 
 
 def _check_tokenizer(

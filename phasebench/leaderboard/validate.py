@@ -55,7 +55,7 @@ import pandas as pd
 
 from phasebench.atomic import scratch_folder
 from phasebench.errors import MachineError, PhasebenchError, SubmissionsError, debugging
-from phasebench.leaderboard.checks import check_task, task_configs
+from phasebench.leaderboard.checks import NOT_WITNESSED, WITNESSED, check_task, task_configs
 from phasebench.leaderboard.collect import (
     Problem,
     RawSubmission,
@@ -68,7 +68,7 @@ from phasebench.leaderboard.isolate import Limits, run_many
 from phasebench.leaderboard.provenance import provenance, recorded_time
 from phasebench.leaderboard.regenerate import Regenerator
 from phasebench.leaderboard.schema import check_schema, known_tasks
-from phasebench.samples import ReadLimits
+from phasebench.samples import SERVED_KEY, ReadLimits
 
 
 @dataclass
@@ -179,11 +179,12 @@ def validate_submission(
         raise
     except PhasebenchError as exc:
         raise Refused("tokenizer", raw.folder / "submission.yaml", f"cannot load: {exc}") from None
-    frames, longest = [], 0
+    frames, longest, witnesses = [], 0, {}
     for task, (path, results) in sorted(found.items()):
-        frame, need = check_task(raw, task, path, results, regen, tok)
+        frame, need, witnesses[task] = check_task(raw, task, path, results, regen, tok)
         frames.append(frame)
         longest = max(longest, need)
+    served = _served(raw, witnesses)
     max_length = raw.meta.get("max_length")
     for _, results in raw.results:
         if isinstance(results.get("max_length"), int) and not isinstance(
@@ -201,6 +202,7 @@ def validate_submission(
         )
     origin = provenance(raw, found)
     origin["max_length"] = max_length
+    origin["served"] = served
     versions = {task: tasks[task] for task in found}
     return Submission(
         raw.name,
@@ -211,6 +213,23 @@ def validate_submission(
         recorded=recorded_time(raw, found),
         reproduced=raw.reproduced,
     )
+
+
+def _served(raw: RawSubmission, witnesses: Mapping[str, str | None]) -> str | None:
+    """What the server's witness says of the whole submission: ``witnessed`` only when every
+    task is, None when no task carries it; a witness on some tasks only is half a witness."""
+    states = set(witnesses.values())
+    if None in states and len(states) > 1:
+        bare = sorted(task for task, state in witnesses.items() if state is None)
+        raise Refused(
+            "served",
+            raw.name,
+            f"the server's witness ({SERVED_KEY}) is missing from every sample of {bare[0]} but "
+            f"logged for other tasks; a run through a server logs it on every sample",
+        )
+    if states == {None}:
+        return None
+    return WITNESSED if states == {WITNESSED} else NOT_WITNESSED
 
 
 #: What each validating process runs.
