@@ -60,7 +60,9 @@ class ReadLimits:
 
     max_bytes: int = 1024 * 1024 * 1024
     max_line_bytes: int = 64 * 1024 * 1024
-    max_lines: int | None = None
+    #: twice the rows one config may have (:data:`phasebench.specs.MAX_ROWS`): a small gzip of
+    #: a billion newlines is refused in a second, not read for minutes
+    max_lines: int | None = 1 << 21
     max_seconds: float = 600.0
 
 

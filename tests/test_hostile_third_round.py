@@ -290,20 +290,17 @@ def test_a_cache_inside_the_submissions_or_the_site_is_refused(
     assert not site.exists() and not (subs / "cache").exists()
 
 
-def test_a_cache_entry_replaced_by_a_symlink_is_never_followed(
-    tmp_path, submission_rows, regen_cache
-):
+def test_a_cache_entry_replaced_by_a_symlink_is_never_followed(tmp_path, submission_rows):
     """Every folder inside the cache replaced by a link to a folder outside it: the build
     writes nothing outside ``--cache`` and gives the same board."""
     subs, site, cache = tmp_path / "subs", tmp_path / "site", tmp_path / "cache"
     make_submission(subs, submission_rows, model="acme/m")
-    shutil.copytree(regen_cache / "splits", cache / "splits")  # no regeneration needed
     code, _, err = _build(subs, site, cache)
     assert code == 0, err
     first = json.loads((site / "leaderboard.json").read_text())["rows"]
     outside = tmp_path / "outside"
     outside.mkdir()
-    for folder in sorted((cache / "validated").iterdir()):
+    for folder in [*sorted((cache / "validated").iterdir()), cache / "splits"]:
         shutil.rmtree(folder)
         folder.symlink_to(outside, target_is_directory=True)
     code, _, err = _build(subs, site, cache)
@@ -313,13 +310,12 @@ def test_a_cache_entry_replaced_by_a_symlink_is_never_followed(
     assert [r["acc"] for r in again] == [r["acc"] for r in first]
 
 
-def test_an_edited_cached_verdict_is_revalidated(tmp_path, submission_rows, regen_cache):
+def test_an_edited_cached_verdict_is_revalidated(tmp_path, submission_rows):
     """The cache is trusted like the site, and each kept answer carries a content hash: an
     answer edited in place (a score changed, the key left alone) is not used; the build
     validates the submission again."""
     subs, site, cache = tmp_path / "subs", tmp_path / "site", tmp_path / "cache"
     make_submission(subs, submission_rows, model="acme/m")
-    shutil.copytree(regen_cache / "splits", cache / "splits")
     assert _build(subs, site, cache)[0] == 0
     first = json.loads((site / "leaderboard.json").read_text())["rows"][0]["acc"]
     (entry,) = (cache / "validated").rglob("*.json")
@@ -503,3 +499,103 @@ def test_select_configs_checks_a_manifest_path_before_opening_it(tmp_path):
     with pytest.raises(PhasebenchError, match="link") as exc:
         select_configs(str(tmp_path / "dataset"))
     assert "readable" not in str(exc.value)
+
+
+# -- (8) card fields, the backend claim ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [("--pretty-name", "X\nlicense: evil\n---\n<script>"), ("--pretty-name", "a <b>"),
+     ("--pretty-name", "x" * 121), ("--license", "mit\nevil: 1"), ("--license", "my-own")],
+    ids=["newline and markup", "html", "too long", "license with a newline", "unknown licence"],
+)  # fmt: skip
+def test_card_fields_are_validated_before_publishing(tmp_path, flag, value):
+    from support.submissions import split_rows
+
+    split_rows(tmp_path / "gen")
+    out = tmp_path / "repo"
+    code, _, err = run(["publish", str(tmp_path / "gen"), "--out", str(out), flag, value])
+    assert code == 2 and flag in one_line(err)
+    assert not out.exists()
+
+
+def test_a_card_index_with_a_forged_license_is_refused():
+    from phasebench.errors import HubError
+    from phasebench.hub.repo import parse_index
+
+    index = {"configs": [], "license": "mit\nevil: 1"}
+    with pytest.raises(HubError, match="license"):
+        parse_index(json.dumps(index).encode(), "phasebench.json")
+
+
+def test_a_backend_the_results_contradict_is_refused(tmp_path, submission_rows, regen_cache):
+    """``backend: local-completions`` in submission.yaml, ``model_source: hf`` in the results:
+    the model page would print a reproduction command for a run that never happened."""
+    subs = tmp_path / "subs"
+    folder = make_submission(subs, submission_rows, model="acme/claims",
+                             meta={"backend": "local-completions"})  # fmt: skip
+    path = next(folder.glob("results_*.json"))
+    data = json.loads(path.read_text())
+    data["model_source"] = "hf"
+    path.write_text(json.dumps(data))
+    honest = make_submission(subs, submission_rows, model="acme/honest",
+                             meta={"backend": "local-completions"})  # fmt: skip
+    path = next(honest.glob("results_*.json"))
+    data = json.loads(path.read_text())
+    data["model_source"] = "phasebench-local-completions"  # phasebench eval's witnessing name
+    path.write_text(json.dumps(data))
+    outcome = validate_all(subs, tasks=TASKS, cache=regen_cache)
+    assert [s.meta["model"] for s in outcome.accepted] == ["acme/honest"]
+    ((_, (problem,)),) = outcome.refused
+    assert problem.rule == "schema" and "model_source" in problem.message, problem
+
+
+# -- (8) a killed build ----------------------------------------------------------------------------
+
+KILLED_BUILD = """
+import sys
+import phasebench.leaderboard.validate as validate
+from phasebench.cli import main
+validate.WORKER = "support.workers:answers_late"
+main(sys.argv[1:])
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signal_name", ["SIGKILL", "SIGTERM"])
+def test_a_killed_build_leaves_no_scratch_folder_and_no_traceback(
+    tmp_path, submission_rows, signal_name, monkeypatch
+):
+    """A build killed while a submission is being validated: the validating process, whose
+    answer finds no parent, ends without a traceback, and the scratch folder the killed build
+    made in the temporary folder is removed by the next build."""
+    import signal
+    import subprocess
+    import sys
+    import tempfile
+    import time
+
+    subs, marks, tmp = tmp_path / "subs", tmp_path / "marks", tmp_path / "tmp"
+    make_submission(subs, submission_rows, model="acme/m")
+    marks.mkdir()
+    tmp.mkdir()
+    root = Path(__file__).resolve().parent
+    env = {**os.environ, "PYTHONPATH": f"{root.parent}{os.pathsep}{root}", "TMPDIR": str(tmp),
+           "PHASEBENCH_TEST_MARKS": str(marks), "HF_HUB_OFFLINE": "1"}  # fmt: skip
+    build = ["leaderboard", "build", str(subs), "--out", str(tmp_path / "site"), "--quiet",
+             "--no-reported"]  # fmt: skip
+    proc = subprocess.Popen([sys.executable, "-c", KILLED_BUILD, *build], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    deadline = time.monotonic() + 120
+    while not any(marks.iterdir()) and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    assert any(marks.iterdir()), proc.communicate(timeout=60)
+    proc.send_signal(getattr(signal, signal_name))
+    _, err = proc.communicate(timeout=60)  # the pipe closes when the validating process ends
+    assert proc.returncode < 0
+    assert "Traceback" not in err.decode(), err.decode()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))  # the next build, in this process
+    code, _, err = run(build)
+    left = [p.name for p in tmp.iterdir() if p.name.startswith("phasebench-lb-")]
+    assert code == 0 and not left, (err, left)

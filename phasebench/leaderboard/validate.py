@@ -168,6 +168,7 @@ def validate_submission(
     """Apply every rule to one parsed submission; raises :class:`Refused` at the first failure."""
     check_schema(raw)
     found = task_configs(raw, tasks)
+    _check_backend(raw, found)
     extra = sorted(set(raw.samples) - set(found))
     if extra:
         raise Refused("files", raw.samples[extra[0]][0], "samples of a task missing from results")
@@ -213,6 +214,26 @@ def validate_submission(
         recorded=recorded_time(raw, found),
         reproduced=raw.reproduced,
     )
+
+
+def _check_backend(raw: RawSubmission, found: Mapping[str, tuple[Path, dict]]) -> None:
+    """The backend submission.yaml claims is the one lm-eval recorded (``model_source`` in the
+    results file, when it is there; ``phasebench eval`` runs the API backends under their
+    witnessing names): the model page's reproduction command is built from the claim."""
+    from phasebench.lmeval.witness import WITNESSED_BACKENDS
+
+    claimed = str(raw.meta["backend"])
+    for path, results in {str(p): (p, r) for p, r in found.values()}.values():
+        source = results.get("model_source")
+        if source is None:
+            continue
+        if source not in (claimed, WITNESSED_BACKENDS.get(claimed)):
+            raise Refused(
+                "schema",
+                raw.folder / "submission.yaml",
+                f"field backend: {ascii(claimed)} but {path.name} was run with model_source "
+                f"{ascii(source)[:60]}; give the backend lm-eval ran",
+            )
 
 
 def _served(raw: RawSubmission, witnesses: Mapping[str, str | None]) -> str | None:
@@ -268,7 +289,7 @@ def validate_folder(request: Mapping[str, Any]) -> dict[str, Any]:
             ) from None
         problem = _unexpected(name, exc)
     except (PhasebenchError, KeyError, TypeError, ValueError, IndexError, AttributeError,
-            RecursionError) as exc:  # fmt: skip
+            RecursionError, ArithmeticError) as exc:  # fmt: skip
         if debugging() and not isinstance(exc, PhasebenchError):
             raise  # PHASEBENCH_DEBUG=1: a bug of phasebench's keeps its traceback
         problem = _unexpected(name, exc)
@@ -330,11 +351,14 @@ def validate_all(
     ``multiprocessing`` start method but ``fork``, a script that calls this must do so under
     ``if __name__ == "__main__":`` (the command line and pytest already do).
     """
-    from phasebench.leaderboard.reuse import ResultStore
+    from phasebench.leaderboard.reuse import ResultStore, check_cache, own_folder
 
     root = Path(root)
     if not root.is_dir():
         raise SubmissionsError(f"{str(root)!r} is not a folder of submissions")
+    if cache:
+        cache = check_cache(cache, submissions=root)
+        own_folder(cache / "splits", cache)  # a link there is never followed out of the cache
     tasks = dict(tasks) if tasks is not None else known_tasks()
     limits = limits or Limits()
     jobs = jobs or default_jobs()
@@ -342,7 +366,7 @@ def validate_all(
     folders, problems = submission_folders(root)
     outcome.refused.extend((p.file, [p]) for p in problems)
     answers: dict[str, dict[str, Any]] = {}
-    with scratch_folder("phasebench-lb-") as scratch:
+    with scratch_folder("phasebench-lb-", reclaim=True) as scratch:
         shared = Path(cache) if cache else Path(scratch)
         requests = {}
         store = None

@@ -15,7 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from phasebench.probe.prompt import ProbeError, ProbePrompt, parse_prompt, read_prompt
-from phasebench.probe.shifts import DEFAULT_STYLES, STYLE_NAMES, ShiftPlan, plan_shifts
+from phasebench.probe.shifts import (
+    DEFAULT_STYLES,
+    STYLE_NAMES,
+    ShiftPlan,
+    check_limits,
+    plan_shifts,
+)
 
 __all__ = [
     "DEFAULT_STYLES",
@@ -101,6 +107,7 @@ def run_probe(
         raise ProbeError("give --expect TEXT or --choices A,B, not both")
     if expect is not None and not expect.strip():
         raise ProbeError("--expect needs the expected answer's text (got an empty string)")
+    check_limits(modulus, rounds, custom)  # before the prompt is planned or a model loaded
     prompt = read_prompt(prompt_file)
     plan, tok = plan_for_model(prompt, model, model_args, modulus=modulus, rounds=rounds,
                                styles=styles, custom=custom, choices=choices, chat=chat,
