@@ -1,6 +1,7 @@
 """The per-task rules: every logged sample against the regenerated split, re-scored, and every
 reported aggregate recomputed (``limit``, ``count``, ``tokenizer``, ``hash``, ``metric``,
-``served``: a sample whose server-reported prompt token count disagrees with its label)."""
+``served``: a sample whose server-reported prompt token count disagrees with its label or is
+not a whole number, or the server's witness on some samples only)."""
 
 from __future__ import annotations
 

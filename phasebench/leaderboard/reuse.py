@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from phasebench._version import __version__
-from phasebench.atomic import atomic_write_text, remove_entry
+from phasebench.atomic import atomic_write_text, make_folder, remove_entry
 from phasebench.errors import OutputError
 
 __all__ = [
@@ -153,8 +153,7 @@ def own_folder(path: Path, owner: Path) -> Path:
     a file standing there is removed (never followed) and the folder made."""
     if path.is_symlink() or (path.exists() and not path.is_dir()):
         remove_entry(path, owner)
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return make_folder(path, "--cache")
 
 
 def _answer_hash(answer: Any) -> str:

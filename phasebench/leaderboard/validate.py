@@ -3,7 +3,8 @@
 Rules (each refusal names one of them and the file):
 
 ``schema``      submission.yaml matches ``submission.schema.json`` (also refuses HTML, control
-                characters and path tricks in its text fields) and names its own folder
+                characters and path tricks in its text fields) and names its own folder;
+                its ``backend`` is the one the results' ``model_source`` names, when given
 ``path``        folder and file names fit the layout; no symlinks
 ``size``/``json``/``yaml``  files are within size limits and parse; no NaN/inf
 ``files``       a results file and one samples file per task are present
@@ -16,6 +17,9 @@ Rules (each refusal names one of them and the file):
                 generates for that spec and tokenizer (so unverifiable data is refused)
 ``metric``      per-sample metrics recomputed from the responses, and the aggregate metrics
                 recomputed from the samples, equal the reported ones
+``served``      through a server, every sample's server-reported prompt token count is a whole
+                number equal to its label, and the witness is on every sample or on none
+                (a ``serving`` claim without it is published as "claimed, not witnessed")
 ``max_length``  the model's maximum length covers the longest prompt plus the generation budget
 ``reproduced``  a maintainer's ``reproduced.yaml`` vouches for exactly these files
 ``duplicate``   one entry per canonical (model, revision, variant, precision, chat template,
