@@ -369,7 +369,8 @@ def _group(
         if not 0 <= record.phase < record.modulus:
             raise SamplesError(f"{where}: phase {record.phase} is not in 0..{record.modulus - 1}")
         cell = (record.unit, record.phase, doc.get("length"), record.length_phase, record.pad)
-        for what, ident in (("id", doc.get("id")), ("prompt", cell)):
+        ids = None if doc.get("id") is None else str(doc["id"])  # any JSON value, hashable
+        for what, ident in (("id", ids), ("prompt", cell)):
             if ident is None:
                 continue
             first = seen.setdefault((label, what, ident), number)
