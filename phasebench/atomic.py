@@ -18,7 +18,8 @@ reads the package's source and fails on one that does); they call these:
 - :func:`make_folder`, :func:`remove_file`, :func:`remove_empty_folder`,
   :func:`remove_entry`, :func:`scratch_folder`: a folder made, a file removed, an empty folder
   removed, one entry of a folder phasebench owns (a cache) removed, a temporary folder that is
-  removed when done.
+  removed when done (or, if its process is killed, by the next process that makes one of the
+  same kind: :func:`clean_stale_scratch`).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ __all__ = [
     "check_replaceable",
     "check_writable_dir",
     "check_writable_file",
+    "clean_stale_scratch",
     "clean_stale_staging",
     "lock_folder",
     "make_folder",
@@ -209,6 +211,8 @@ def check_writable_file(path: Path | str, what: str = "output") -> Path:
     if not parent.is_dir():
         what_is = "is not a folder" if parent.exists() else "does not exist"
         raise OutputError(f"{what} {str(path)!r}: the folder {str(parent)!r} {what_is}")
+    if not os.access(parent, os.W_OK | os.X_OK):  # a read-only mount: refused before the work
+        raise OutputError(f"{what} {str(path)!r}: cannot write into {str(parent)!r}")
     return path
 
 
@@ -218,6 +222,8 @@ def check_writable_dir(path: Path | str, what: str = "--out") -> Path:
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise OutputError(f"{what} {str(path)!r} exists and is not a folder")
+    if path.is_dir() and not os.access(path, os.W_OK | os.X_OK):
+        raise OutputError(f"{what} {str(path)!r}: cannot write into it")
     for parent in path.parents:
         if parent.exists():
             if not parent.is_dir():
@@ -291,10 +297,75 @@ def remove_entry(entry: Path | str, owner: Path | str) -> None:
     shutil.rmtree(trash, ignore_errors=True)
 
 
-def scratch_folder(prefix: str = "phasebench-", dir: Path | str | None = None):
+def scratch_folder(
+    prefix: str = "phasebench-", dir: Path | str | None = None, *, reclaim: bool = False
+):
     """A temporary folder (``tempfile.TemporaryDirectory``, usable with ``with`` or kept as an
-    object), removed with everything in it when done."""
-    return tempfile.TemporaryDirectory(prefix=prefix, dir=dir)
+    object), removed with everything in it when done.
+
+    With ``reclaim``, the folder holds a :data:`STAGING_LOCK` file its process keeps locked, and
+    the folders of the same ``prefix`` that a killed process left in the temporary folder (their
+    lock free) are removed first: a process killed by a signal cannot remove its own."""
+    if not reclaim:
+        return tempfile.TemporaryDirectory(prefix=prefix, dir=dir)
+    return _LockedScratch(prefix, Path(dir or tempfile.gettempdir()))
+
+
+class _LockedScratch:
+    """A scratch folder holding a locked :data:`STAGING_LOCK` (:func:`scratch_folder`)."""
+
+    def __init__(self, prefix: str, base: Path) -> None:
+        clean_stale_scratch(base, prefix)
+        self.name = tempfile.mkdtemp(prefix=prefix, dir=base)
+        self._fd: int | None = None
+        try:
+            flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+            self._fd = os.open(Path(self.name) / STAGING_LOCK, flags, 0o644)
+            _flock(self._fd, blocking=True)
+        except BaseException:
+            self.cleanup()
+            raise
+
+    def __enter__(self) -> str:
+        return self.name
+
+    def __exit__(self, *exc: object) -> None:
+        self.cleanup()
+
+    def cleanup(self) -> None:
+        shutil.rmtree(self.name, ignore_errors=True)
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def clean_stale_scratch(base: Path | str, prefix: str) -> list[Path]:
+    """Remove the folders ``prefix*`` in ``base`` that hold a :data:`STAGING_LOCK` nobody holds
+    locked (left by a killed process, :func:`scratch_folder` with ``reclaim``); anything else is
+    left alone. Returns the folders removed."""
+    import fcntl
+
+    removed: list[Path] = []
+    base = Path(base)
+    if not base.is_dir():
+        return removed
+    for folder in sorted(base.iterdir()):
+        if not folder.name.startswith(prefix) or folder.is_symlink() or not folder.is_dir():
+            continue
+        try:
+            fd = os.open(folder / STAGING_LOCK, os.O_RDWR | os.O_NOFOLLOW)
+        except OSError:  # no lock file: not a folder made this way, or being made right now
+            continue
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:  # held by a live process, or no way to tell: keep it
+                continue
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+        finally:
+            os.close(fd)
+    return removed
 
 
 @contextmanager

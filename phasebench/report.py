@@ -45,6 +45,7 @@ from phasebench.samples import (
     served_label,
     served_state,
 )
+from phasebench.specs import MAX_MODULUS
 from phasebench.stats import summarize_samples
 
 __all__ = [
@@ -319,6 +320,9 @@ def _group(
     groups: dict[tuple[str, int], list[ScoredRecord]] = defaultdict(list)
     served: dict[tuple[str, int], dict[str, Any]] = {}
     docs: dict[tuple[str, int], list[tuple[Any, ...]]] = defaultdict(list)
+    # where each prompt was first seen, by id and by what places it (unit, phase, length, ...):
+    # a repeated or conflicting line would be averaged in as a sample of its own
+    seen: dict[tuple, int] = {}
     for number, s in enumerate(samples, 1):
         doc = s.get("doc")
         if not isinstance(doc, dict) or "phase" not in doc or "base_id" not in doc:
@@ -335,6 +339,11 @@ def _group(
         length = doc.get("config_length", doc.get("length"))
         if isinstance(length, bool) or not isinstance(length, int) or length < 0:
             raise SamplesError(f"{where}: doc.config_length must be a token count (got {length!r})")
+        if doc["phase_modulus"] > MAX_MODULUS:  # refused before a P-wide table is allocated
+            raise SamplesError(
+                f"{where}: doc.phase_modulus {doc['phase_modulus']} is above {MAX_MODULUS}, the "
+                f"largest modulus a phasebench split has"
+            )
         label = task if len(filters) == 1 else f"{task}/{s.get('filter', 'none')}"
         key = (label, config_length(doc))
         docs[key].append(_doc_identity(doc, s.get("doc_hash")))
@@ -365,6 +374,18 @@ def _group(
             raise SamplesError(f"{where}: doc field {exc} is missing or not a number") from None
         if not 0 <= record.phase < record.modulus:
             raise SamplesError(f"{where}: phase {record.phase} is not in 0..{record.modulus - 1}")
+        cell = (record.unit, record.phase, doc.get("length"), record.length_phase, record.pad)
+        ids = None if doc.get("id") is None else str(doc["id"])  # any JSON value, hashable
+        for what, ident in (("id", ids), ("prompt", cell)):
+            if ident is None:
+                continue
+            first = seen.setdefault((label, what, ident), number)
+            if first != number:
+                shown = f"doc.id {ascii(ident)[:80]}" if what == "id" else "its unit and phase"
+                raise SamplesError(
+                    f"{where}: {shown} repeats sample {first} of the same task (a prompt is "
+                    f"logged once; a repeated or conflicting line would be averaged in)"
+                )
         groups[key].append(record)
     if identity is not None:
         identity.update({key: _split_identity(rows) for key, rows in docs.items()})

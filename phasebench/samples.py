@@ -61,7 +61,9 @@ class ReadLimits:
 
     max_bytes: int = 1024 * 1024 * 1024
     max_line_bytes: int = 64 * 1024 * 1024
-    max_lines: int | None = None
+    #: twice the rows one config may have (:data:`phasebench.specs.MAX_ROWS`): a small gzip of
+    #: a billion newlines is refused in a second, not read for minutes
+    max_lines: int | None = 1 << 21
     max_seconds: float = 600.0
 
 
@@ -214,9 +216,10 @@ def served_state(doc: Mapping[str, Any], value: Any) -> str | None:
     count = value[1]
     if count is None:
         return "unverified"
-    if isinstance(count, bool) or not isinstance(count, int | float):
-        raise SamplesError(f"{SERVED_KEY} count must be a number (got {count!r})")
-    return "agree" if int(count) == served_label(doc) else "disagree"
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        # a count is a whole number of tokens: 256.9 is never read as 256 (and "agrees")
+        raise SamplesError(f"{SERVED_KEY} count must be a whole number of tokens (got {count!r})")
+    return "agree" if count == served_label(doc) else "disagree"
 
 
 def served_verified_share(items: Sequence[Any]) -> float:

@@ -35,6 +35,9 @@ DEFAULT_MODULUS = 8
 #: base items x 8 phases, is 2,048 rows and 2^28 tokens; the limits leave room for 4 times that.
 MAX_ROWS = 1 << 20
 MAX_TOKENS = 1 << 30
+#: The largest phase modulus a split may have (and so every reader of phase labels accepts: a
+#: modulus beyond it in a log is refused, never allocated).
+MAX_MODULUS = 4096
 #: Peak resident memory of building one config, for the estimate checked before any work:
 #: the interpreter with its libraries, plus a per-token cost of the longest prompt (its exact
 #: encoding with offsets and the filler tables). Measured by
@@ -92,7 +95,7 @@ class SplitSpec:
             raise SpecError(f"'family' must be a family name (got {self.family!r})")
         family = get_family(self.family)  # an unknown name is refused, the known ones listed
         _check_int("length", self.length, family.min_length, MAX_LENGTH)
-        _check_int("modulus", self.modulus, 2, 4096)
+        _check_int("modulus", self.modulus, 2, MAX_MODULUS)
         _check_int("n_base", self.n_base, 1)
         _check_int("seed", self.seed, 0, 2**63 - 1)
         if not isinstance(self.tokenizer, str) or not self.tokenizer:

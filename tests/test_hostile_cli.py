@@ -463,8 +463,8 @@ def test_pack_on_a_full_disk_leaves_no_partial_file(tmp_path):
 def test_report_on_a_full_disk_leaves_no_partial_file(tmp_path):
     """The JSON (4 KB) fits under the limit, the first PNG (about 48 KB) does not: neither the
     JSON nor any plot, nor the plots folder, may be left."""
-    lines = [_line(_doc(phase=p, base_id=b), float((b + p) % 3 == 0))
-             for b in range(16) for p in range(8)]  # fmt: skip
+    lines = [_line(_doc(id=f"kv-4096-b{b:05d}-p{p}", phase=p, base_id=b),
+                   float((b + p) % 3 == 0)) for b in range(16) for p in range(8)]  # fmt: skip
     folder = _samples(tmp_path, lines)
     json_out, plots = tmp_path / "report.json", tmp_path / "plots"
     args = ["report", str(folder), "--n-boot", "20", "--n-perm", "20",

@@ -38,7 +38,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     va.add_argument(
         "--previous",
         default=None,
-        help="leaderboard.json (or site folder) of the published board: its entries came first",
+        help="leaderboard.json (or site folder) of the published board: its entries came first "
+        "(must exist)",
     )
     _args.quiet(va, "no progress lines")
     va.set_defaults(run=_validate)
@@ -66,7 +67,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--previous",
         default=None,
         help="leaderboard.json (or site folder) of the published board, whose entries came "
-        "first (default: the earlier site in --out, if any)",
+        "first, besides those of the earlier site in --out (must exist)",
     )
     bu.add_argument("--no-reported", action="store_true", help="leave out the published figures")
     _args.quiet(bu, "no progress lines")
@@ -91,7 +92,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--out",
         required=True,
         help="output folder, one <org>__<model>/.eval_results/ per model (replaced only if "
-        "this command made it or it is empty)",
+        "this command made it or it is empty); an entry that cannot be written inside it is "
+        "named on stderr and the exit code is 1",
     )
     ex.set_defaults(run=_export_eval_results)
 
@@ -170,13 +172,15 @@ def _pack(args: argparse.Namespace) -> int:
 
 def _validate(args: argparse.Namespace) -> int:
     from phasebench.atomic import atomic_write_text, check_writable_file
-    from phasebench.leaderboard.identity import incumbents_from
+    from phasebench.leaderboard.reuse import check_cache
     from phasebench.leaderboard.validate import validate_all
 
     _offline()
     if args.report:
         check_writable_file(args.report, "--report")
-    previous = incumbents_from(args.previous) if args.previous else set()
+    if args.cache:
+        check_cache(args.cache, submissions=args.path)
+    previous = _previous(args.previous) if args.previous else set()
     outcome = validate_all(
         Path(args.path),
         cache=args.cache,
@@ -192,23 +196,60 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _build(args: argparse.Namespace) -> int:
+    from phasebench.atomic import lock_folder, make_folder, remove_empty_folder
     from phasebench.errors import SubmissionsError
-    from phasebench.leaderboard.identity import incumbents_from
-    from phasebench.leaderboard.render import SITE_MARKER, build_site, check_site_out
-    from phasebench.leaderboard.score import load_reported, score
-    from phasebench.leaderboard.validate import validate_all
+    from phasebench.leaderboard.render import check_site_out
+    from phasebench.leaderboard.reuse import check_cache
 
     _offline()
     submissions, out = Path(args.submissions), Path(args.out)
     if not submissions.is_dir():
         raise SubmissionsError(f"{str(submissions)!r} is not a folder of submissions")
     check_site_out(out, submissions)  # before any work: never after minutes of validation
-    if args.previous:
-        previous = incumbents_from(args.previous)
-    elif (out / SITE_MARKER).is_file():
-        previous = incumbents_from(out)
-    else:
-        previous = set()
+    if args.cache:
+        check_cache(args.cache, submissions=submissions, out=out)
+    previous = _previous(args.previous) if args.previous else None
+    made = not out.exists()
+    make_folder(out)
+    try:
+        # one build at a time into --out (the lock `generate` takes): a second build would
+        # otherwise report success too, one site silently replacing the other
+        with lock_folder(out, what="--out"):
+            check_site_out(out, submissions)  # again: a build may have just ended
+            return _build_locked(args, submissions, out, previous)
+    finally:
+        if made:
+            remove_empty_folder(out)  # a build that failed leaves no empty folder behind
+
+
+def _previous(path: str) -> set[str]:
+    """The entries of the board named by ``--previous``, which must exist: a mistyped path
+    would otherwise count as an empty board, and the published entries' standing would
+    silently depend on it."""
+    from phasebench.errors import SubmissionsError
+    from phasebench.leaderboard.identity import incumbents_from
+
+    board = Path(path)
+    if not (board / "leaderboard.json" if board.is_dir() else board).is_file():
+        raise SubmissionsError(
+            f"--previous {path!r} does not exist (give the published leaderboard.json or its "
+            f"site folder, or leave --previous out)"
+        )
+    return incumbents_from(board)
+
+
+def _build_locked(
+    args: argparse.Namespace, submissions: Path, out: Path, previous: set[str] | None
+) -> int:
+    from phasebench.leaderboard.identity import incumbents_from
+    from phasebench.leaderboard.render import SITE_MARKER, build_site
+    from phasebench.leaderboard.score import load_reported, score
+    from phasebench.leaderboard.validate import validate_all
+
+    # the site being replaced says who was there first, whatever --previous adds
+    previous = (previous or set()) | (
+        incumbents_from(out) if (out / SITE_MARKER).is_file() else set()
+    )
     outcome = validate_all(
         submissions,
         cache=args.cache,
@@ -226,24 +267,35 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _export_eval_results(args: argparse.Namespace) -> int:
+    from phasebench.atomic import check_replaceable
     from phasebench.errors import SubmissionsError
-    from phasebench.leaderboard.eval_results import export_eval_results
+    from phasebench.leaderboard.eval_results import (
+        MARKER,
+        check_board,
+        check_site_url,
+        export_eval_results,
+    )
     from phasebench.leaderboard.render import load_board
 
+    check_site_url(args.site_url)
+    check_replaceable(args.out, MARKER)
     path = Path(args.board)
     if path.is_dir():
         path = path / "leaderboard.json"
     if not path.is_file():
         raise SubmissionsError(f"{str(path)!r} is not a built board (leaderboard.json)")
     try:
-        board = load_board(path)
-    except ValueError as exc:
+        board = check_board(load_board(path), repr(str(path)))
+    except (ValueError, RecursionError) as exc:
         raise SubmissionsError(f"{str(path)!r} is not valid JSON ({exc})") from None
+    refused: dict[str, str] = {}
     for written in export_eval_results(
-        board, args.out, dataset_id=args.dataset, site_url=args.site_url
+        board, args.out, dataset_id=args.dataset, site_url=args.site_url, refused=refused
     ):
         print(written)
-    return 0
+    for page, why in sorted(refused.items()):
+        print(f"phasebench: entry {ascii(page)} not exported: {why}", file=sys.stderr)
+    return 1 if refused else 0
 
 
 def _mark_reproduced(args: argparse.Namespace) -> int:

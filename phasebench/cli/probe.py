@@ -114,7 +114,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from phasebench.probe import DEFAULT_STYLES, ProbeError, run_probe
 
-    styles = args.styles or (("custom",) if args.filler else DEFAULT_STYLES)
+    styles = args.styles or (("custom",) if args.filler is not None else DEFAULT_STYLES)
     if args.system_instruction and not args.apply_chat_template:
         raise ProbeError("--system_instruction needs --apply_chat_template")
     out = None

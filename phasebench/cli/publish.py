@@ -20,9 +20,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     pub.add_argument("--overwrite", action="store_true", help="replace an existing REPO_DIR")
     pub.add_argument("--repo-id", default=None, metavar="ORG/NAME", help="Hub dataset id")
     pub.add_argument(
-        "--pretty-name", default=None, help="the card's title (default: phasebench's own)"
+        "--pretty-name",
+        default=None,
+        help="the card's title, one line of letters, digits, spaces and -_.,:;()'&+!?/@ "
+        "(default: phasebench's own)",
     )
-    pub.add_argument("--license", default=None, help="the card's license (default: apache-2.0)")
+    pub.add_argument(
+        "--license",
+        default=None,
+        help="the card's license, a Hub licence id such as mit or cc-by-4.0, or other "
+        "(default: apache-2.0)",
+    )
     pub.add_argument(
         "--default-config", default=None, metavar="CONFIG", help="config loaded by default"
     )

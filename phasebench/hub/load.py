@@ -56,7 +56,9 @@ def _inside(root: Path, name: str) -> Path:
     folder = root / name
     real_root = root.resolve()
     if folder.is_symlink() or not folder.resolve().is_relative_to(real_root):
-        raise HubError(f"{str(folder)!r} leads outside the dataset folder {str(root)!r}")
+        raise HubError(
+            f"{str(folder)!r} is a symbolic link or leads outside the dataset folder {str(root)!r}"
+        )
     return folder
 
 
@@ -89,6 +91,8 @@ def select_configs(
             folders = build.config_folders(local)
         selected = []
         for folder in folders:
+            # checked before it is opened: a link to /etc/passwd would be read, then named
+            _inside(local, (folder / MANIFEST).relative_to(local).as_posix())
             spec = read_manifest(folder)["spec"]
             if wanted(spec["family"], spec["length"]):
                 selected.append(folder)

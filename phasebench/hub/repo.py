@@ -38,9 +38,13 @@ from phasebench.hub.naming import (
     DEFAULT_PRETTY_NAME,
     INDEX,
     SPLIT,
+    check_license,
+    check_pretty_name,
     check_repo_id,
     file_sha256,
+    license_problem,
     manifest_config_name,
+    pretty_name_problem,
 )
 
 
@@ -193,6 +197,8 @@ def build_repo(
     _check_out(out, generated, overwrite)
     if repo_id is not None:
         check_repo_id(repo_id)
+    check_pretty_name(pretty_name)  # both go into the card's YAML and Markdown
+    check_license(license)
     sources = _collect(generated)
     names = [s.name for s in sources]
     default = default_config or names[0]
@@ -318,6 +324,9 @@ def _index_problem(index: dict) -> str | None:
     default = index.get("default_config")
     if default is not None and (not isinstance(default, str) or default not in names):
         return f"default_config {ascii(default)[:80]} is not one of the configs"
+    for key, problem_of in (("pretty_name", pretty_name_problem), ("license", license_problem)):
+        if key in index and (problem := problem_of(index[key])):
+            return f"{key} {problem}"
     return None
 
 

@@ -1,6 +1,7 @@
 """The per-task rules: every logged sample against the regenerated split, re-scored, and every
 reported aggregate recomputed (``limit``, ``count``, ``tokenizer``, ``hash``, ``metric``,
-``served``: a sample whose server-reported prompt token count disagrees with its label)."""
+``served``: a sample whose server-reported prompt token count disagrees with its label or is
+not a whole number, or the server's witness on some samples only)."""
 
 from __future__ import annotations
 
@@ -207,9 +208,10 @@ def check_task(
     tok: Any,
 ) -> tuple[pd.DataFrame, int, dict[str, Any] | None]:
     """All per-task rules; returns the scored samples (one row per sample: its scored record
-    with task, family and n_base), the longest sequence the run needed and, for a staged run
-    (``--limit`` at a look of the design), the board's mark recomputed from the samples
-    (:mod:`phasebench.leaderboard.staged`), else None."""
+    with task, family and n_base), the longest sequence the run needed, for a staged run
+    (``--limit`` at a look of the design) the board's mark recomputed from the samples
+    (:mod:`phasebench.leaderboard.staged`), else None, and what the server's witness says of
+    the samples (:func:`_witness`)."""
     if task not in raw.samples:
         raise Refused("files", raw.name, f"no samples_{task}_*.jsonl for task {task}")
     path, records = raw.samples[task]
@@ -290,8 +292,32 @@ def check_task(
         # whole run)
         raise Refused("limit", results_path, f"run with --limit {limit}; submit the full split")
     frame = pd.DataFrame(rows_out)
+    witness = _witness(task, path, scored)
     _check_aggregates(task, results_path, results, frame, scored)
-    return frame, context.longest, staged
+    return frame, context.longest, staged, witness
+
+
+#: What the server's witness says of a task's samples (:func:`_witness`), and of a submission.
+WITNESSED, NOT_WITNESSED = "witnessed", "not witnessed"
+
+
+def _witness(task: str, path: Path, scored: Sequence[dict]) -> str | None:
+    """``witnessed`` when every sample carries the server's count and each agrees with its label
+    (a disagreeing one was refused already), ``not witnessed`` when every sample carries the
+    key but the server reported no count for some, None when no sample carries it (no server
+    witnessed the run). The key on some samples only is half a witness: removing it from the
+    samples that disagree would pass the ``served`` rule, so it is refused."""
+    present = [s[SERVED_KEY] for s in scored if SERVED_KEY in s]
+    if not present:
+        return None
+    if len(present) != len(scored):
+        raise Refused(
+            "served",
+            path,
+            f"{task}: {len(present)} of {len(scored)} samples carry the server's witness "
+            f"({SERVED_KEY}); a run through a server logs it on every sample (phasebench eval)",
+        )
+    return WITNESSED if all(value[1] is not None for value in present) else NOT_WITNESSED
 
 
 def _check_tokenizer(

@@ -13,20 +13,27 @@ documentation, "Evaluation Results"; the dataset's tasks come from its ``eval.ya
 
 Files are named after the entry: ``<org>__<model>/.eval_results/phasebench.yaml``, or
 ``phasebench_<variant>.yaml`` for a variant (one file per configuration of the same weights, so
-the Hub never merges two). Entries are written with ``huggingface_hub``'s own serialiser
-(:func:`huggingface_hub.eval_result_entries_to_yaml`) and read back with its parser before the
-folder is swapped in.
+the Hub never merges two); two accepted revisions of one model (and variant) each get a file,
+the revision's first 12 characters added to its name. The names come from the board JSON, so
+each is checked (the submission schema's patterns for a model id and a variant) and the joined
+path must stay inside the output folder; an entry that fails (or whose row is not numbers) is
+left out and named, the others are written. Entries are written with ``huggingface_hub``'s own
+serialiser (:func:`huggingface_hub.eval_result_entries_to_yaml`) and read back with its parser
+before the folder is swapped in.
 """
 
 from __future__ import annotations
 
+import math
+import re
+import unicodedata
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from phasebench import metrics
 from phasebench.atomic import atomic_write_text, staged_folder
-from phasebench.errors import OutputError
+from phasebench.errors import HubError, OutputError, SubmissionsError
 from phasebench.families import names as family_names
 from phasebench.hub.benchmark import task_id
 
@@ -34,6 +41,7 @@ from phasebench.hub.benchmark import task_id
 MARKER = ".phasebench-eval-results"
 FOLDER = ".eval_results"
 SOURCE_NAME = "phasebench leaderboard"
+_DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
 
 
 def board_link(site_url: str, board: str) -> str:
@@ -63,6 +71,9 @@ def _notes(row: Mapping[str, Any], variant: str | None) -> str:
     ]
     if variant:
         parts.append(f"variant {variant}")
+    if row.get("serving"):
+        witness = row.get("serving_witness") or "claimed, not witnessed"
+        parts.append(f"served by {row['serving']} ({witness})")
     parts.append(
         "reproduced by the maintainers"
         if row.get("evidence") == "reproduced"
@@ -71,60 +82,183 @@ def _notes(row: Mapping[str, Any], variant: str | None) -> str:
     return "; ".join(parts)
 
 
+def _number(row: Mapping[str, Any], key: str) -> float | None:
+    value = row.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValueError(f"{key} is not a number ({ascii(value)[:40]})")
+    return float(value)
+
+
+def _entry(board: Mapping[str, Any], row: Mapping[str, Any], dataset_id: str, site_url: str):
+    """One row's ``EvalResultEntry``; ValueError (one line) when the row cannot make one."""
+    from huggingface_hub import EvalResultEntry
+
+    detail = board["models"].get(row.get("page"))
+    if not isinstance(detail, Mapping):
+        raise ValueError(f"its page {ascii(row.get('page'))[:80]} is not among the board's models")
+    meta = detail.get("meta") or {}
+    length = row.get("length")
+    if isinstance(length, bool) or not isinstance(length, int) or length <= 0:
+        raise ValueError(f"length is not a token count ({ascii(length)[:40]})")
+    task = row.get("task")
+    if not isinstance(task, str) or not isinstance(row.get("board"), str):
+        raise ValueError("task or board is not a name")
+    worst = _number(row, "worst_phase_crossfit")
+    for key in ("acc", "gap"):
+        _number(row, key)
+    date = row.get("date")
+    return EvalResultEntry(
+        dataset_id=dataset_id,
+        task_id=task_id(_family(task), length),
+        value=round(100 * worst, 2),
+        date=date if isinstance(date, str) and _DATE.match(date) else None,
+        source_url=board_link(site_url, row["board"]),
+        source_name=SOURCE_NAME,
+        notes=_notes(row, meta.get("variant") if isinstance(meta, Mapping) else None),
+    )
+
+
+def check_site_url(site_url: str) -> str:
+    """``--site-url``: an ``https://`` address with a host and no space or control character
+    (it is written into every file's ``source.url`` and followed by whoever reads it)."""
+    from urllib.parse import urlsplit
+
+    bad = [c for c in site_url if c.isspace() or unicodedata.category(c)[0] in "CZ"]
+    parts = urlsplit(site_url) if not bad else None
+    if bad or parts.scheme != "https" or not parts.netloc:
+        raise HubError(
+            f"--site-url {ascii(site_url)[:120]} is not an https:// address of the published "
+            f"site (one line, no spaces)"
+        )
+    return site_url
+
+
+def check_board(board: Any, where: str = "the board") -> Mapping[str, Any]:
+    """A built board's shape (a mapping with a ``rows`` list of mappings and a ``models``
+    mapping), or a :class:`SubmissionsError` naming ``where``."""
+    if (
+        not isinstance(board, Mapping)
+        or not isinstance(board.get("rows"), list)
+        or not all(isinstance(row, Mapping) for row in board["rows"])
+        or not isinstance(board.get("models"), Mapping)
+    ):
+        raise SubmissionsError(
+            f"{where} is not a leaderboard.json made by `phasebench leaderboard build` (no rows "
+            f"list and models mapping)"
+        )
+    return board
+
+
 def entry_results(
-    board: Mapping[str, Any], dataset_id: str, site_url: str
+    board: Mapping[str, Any],
+    dataset_id: str,
+    site_url: str,
+    refused: dict[str, str] | None = None,
 ) -> dict[str, list[dict[str, Any]]]:
     """Per accepted entry (its model page), the results of its ``.eval_results`` file, as
     ``huggingface_hub`` serialises them; boards without a cross-fitted worst phase are left
-    out."""
-    from huggingface_hub import EvalResultEntry, eval_result_entries_to_yaml
+    out. An entry a row of which cannot be read goes into ``refused`` (page: why) instead."""
+    from huggingface_hub import eval_result_entries_to_yaml
 
     from phasebench.hub.naming import check_repo_id
 
     check_repo_id(dataset_id)
+    check_site_url(site_url)
+    check_board(board)
+    refused = {} if refused is None else refused
     by_page: dict[str, list[Any]] = {}
     for row in board["rows"]:
         if row.get("reported") or row.get("worst_phase_crossfit") is None:
             continue
-        meta = board["models"][row["page"]].get("meta") or {}
-        entry = EvalResultEntry(
-            dataset_id=dataset_id,
-            task_id=task_id(_family(row["task"]), row["length"]),
-            value=round(100 * row["worst_phase_crossfit"], 2),
-            date=row["date"] if row.get("date") not in (None, "unknown") else None,
-            source_url=board_link(site_url, row["board"]),
-            source_name=SOURCE_NAME,
-            notes=_notes(row, meta.get("variant")),
-        )
-        by_page.setdefault(row["page"], []).append(entry)
-    return {page: eval_result_entries_to_yaml(entries) for page, entries in by_page.items()}
+        page = str(row.get("page"))
+        try:
+            entry = _entry(board, row, dataset_id, site_url)
+        except (ValueError, TypeError, OutputError) as exc:
+            refused.setdefault(page, str(exc))
+            continue
+        by_page.setdefault(page, []).append(entry)
+    return {
+        page: eval_result_entries_to_yaml(entries)
+        for page, entries in by_page.items()
+        if page not in refused
+    }
 
 
-def file_path(detail: Mapping[str, Any]) -> str:
-    """Where an entry's file goes, relative to the output folder."""
-    meta = detail.get("meta") or {}
-    variant = meta.get("variant")
-    name = f"phasebench_{variant}.yaml" if variant else "phasebench.yaml"
-    return f"{str(detail['model']).replace('/', '__')}/{FOLDER}/{name}"
+#: What a model id and a variant may be to become a folder and a file name: the submission
+#: schema's own patterns (ASCII letters, digits, ``.``, ``_``, ``-``; never ``..``).
+def _name_patterns() -> tuple[re.Pattern, re.Pattern]:
+    from phasebench.leaderboard.schema import submission_schema
+
+    props = submission_schema()["properties"]
+    return re.compile(props["model"]["pattern"]), re.compile(props["variant"]["pattern"])
+
+
+def file_path(detail: Mapping[str, Any], revision: bool = False) -> str:
+    """Where an entry's file goes, relative to the output folder; with ``revision``, the
+    revision's first 12 characters join the file name (two revisions of one model are two
+    entries). ValueError for a model or variant that is not a plain name."""
+    model_pattern, variant_pattern = _name_patterns()
+    model, meta = detail.get("model"), detail.get("meta") or {}
+    variant = meta.get("variant") if isinstance(meta, Mapping) else None
+    if not isinstance(model, str) or not model_pattern.fullmatch(model) or ".." in model:
+        raise ValueError(f"model {ascii(model)[:80]} is not a Hub id ORG/NAME")
+    if variant is not None and (not isinstance(variant, str)
+                                or not variant_pattern.fullmatch(variant)):  # fmt: skip
+        raise ValueError(f"variant {ascii(variant)[:80]} is not a plain name")
+    parts = ["phasebench"] + ([variant] if variant else [])
+    if revision:
+        rev = detail.get("revision")
+        if not isinstance(rev, str) or not re.fullmatch(r"[0-9a-fA-F]{7,64}", rev):
+            raise ValueError(f"revision {ascii(rev)[:80]} is not a commit")
+        parts.append(rev[:12].lower())
+    return f"{model.replace('/', '__')}/{FOLDER}/{'_'.join(parts)}.yaml"
 
 
 def export_eval_results(
-    board: Mapping[str, Any], out: Path | str, *, dataset_id: str, site_url: str
+    board: Mapping[str, Any],
+    out: Path | str,
+    *,
+    dataset_id: str,
+    site_url: str,
+    refused: dict[str, str] | None = None,
 ) -> list[Path]:
     """Write every accepted entry's ``.eval_results`` file under ``out`` (built beside it and
     swapped in; an existing ``out`` is replaced only if this function made it or it is empty).
-    Returns the files written."""
+    Returns the files written. An entry that cannot be written inside ``out`` (a name that is
+    not a plain Hub id or variant, a row that is not numbers) is left out and named in
+    ``refused`` (its page: why); the others are written. Two revisions of one model (and
+    variant) each get a file, named with the revision."""
     import yaml
     from huggingface_hub import parse_eval_result_entries
 
-    results = entry_results(board, dataset_id, site_url)
+    refused = {} if refused is None else refused
+    results = entry_results(board, dataset_id, site_url, refused)
+    planned: dict[str, tuple[Mapping[str, Any], list[dict[str, Any]]]] = {}
+    for page, entries in sorted(results.items()):
+        try:
+            planned[page] = (board["models"][page], entries)
+            file_path(board["models"][page])  # refuse an unsafe name before anything is made
+        except (ValueError, TypeError, AttributeError) as exc:
+            planned.pop(page, None)
+            refused[page] = str(exc)
+    shared: dict[str, int] = {}
+    for detail, _ in planned.values():
+        shared[file_path(detail)] = shared.get(file_path(detail), 0) + 1
     out = Path(out)
     with staged_folder(out, marker=MARKER) as staging:
+        root = staging.resolve()
         seen: set[str] = set()
-        for page, entries in sorted(results.items()):
-            rel = file_path(board["models"][page])
-            if rel in seen:  # two entries of one model and variant: the board never has them
-                raise OutputError(f"two entries would share {rel}")
+        for page, (detail, entries) in planned.items():
+            try:
+                rel = file_path(detail, revision=shared[file_path(detail)] > 1)
+                target = (staging / rel).resolve()
+                if not target.is_relative_to(root) or rel in seen:
+                    raise ValueError(f"{rel} is not a file of its own inside --out")
+            except ValueError as exc:
+                refused[page] = str(exc)
+                continue
             seen.add(rel)
             text = yaml.safe_dump(entries, sort_keys=False, allow_unicode=True, width=96)
             parsed = parse_eval_result_entries(yaml.safe_load(text))

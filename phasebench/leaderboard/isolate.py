@@ -221,8 +221,11 @@ def _child(conn: Any, request_text: str) -> None:
     if text is None:  # the exception and what it held are gone: there is room to answer
         result = None
         text = json.dumps({"limit": "memory", "detail": "MemoryError"})
-    conn.send_bytes(text.encode("utf-8"))
-    conn.close()
+    try:
+        conn.send_bytes(text.encode("utf-8"))
+        conn.close()
+    except OSError:  # the parent is gone (a killed build): nobody to answer, nothing to print
+        pass
 
 
 def _set_limits(memory: int, seconds: float) -> None:

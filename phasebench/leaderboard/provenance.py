@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from phasebench.leaderboard.collect import RawSubmission
+from phasebench.leaderboard.collect import RawSubmission, Refused
 from phasebench.leaderboard.schema import VERSION_TEXT
 
 #: A value another machine can use as it is: a Hub id (``org/name``) or a plain name or number.
@@ -126,7 +126,10 @@ def iso_date(value: Any) -> str:
     import datetime as dt
 
     if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
-        return dt.datetime.fromtimestamp(value, dt.UTC).strftime("%Y-%m-%d")
+        try:
+            return dt.datetime.fromtimestamp(value, dt.UTC).strftime("%Y-%m-%d")
+        except (OverflowError, OSError, ValueError):  # a date no calendar holds
+            return "unknown"
     return "unknown"
 
 
@@ -135,8 +138,14 @@ def recorded_time(raw: RawSubmission, found: Mapping[str, tuple[Path, dict]]) ->
     task of the submission; None when none is a finite number. Submitted data: it orders
     entries when nothing better says who came first, and a submitter could backdate it."""
     dates = []
-    for _, results in found.values():
+    for path, results in found.values():
         value = results.get("date")
         if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+            if iso_date(value) == "unknown":  # a number no calendar holds (1e20): refused here
+                raise Refused(
+                    "json",
+                    path,
+                    f"date {value!r} is not a time (seconds since 1970, as lm-eval writes it)",
+                )
             dates.append(float(value))
     return min(dates) if dates else None

@@ -128,7 +128,7 @@ class Regenerator:
     into a cache folder that several validating processes share."""
 
     def __init__(self, cache: Path | None = None) -> None:
-        self._tmp = None if cache else scratch_folder("phasebench-lb-")
+        self._tmp = None if cache else scratch_folder("phasebench-lb-", reclaim=True)
         self.cache = Path(cache) if cache else Path(self._tmp.name)
         self._rows: dict[tuple, dict[str, dict[str, Any]]] = {}
         self._tokenizers: dict[tuple, Any] = {}

@@ -14,8 +14,17 @@ key that hashes everything it can depend on:
 
 Only answers the submission's content alone decides are stored: an acceptance or a refusal by a
 rule. A refusal by the memory or time limit (which depends on how busy the machine was) and a
-failure of the machine are never stored. Entries are read back as untrusted files: size-capped,
-parsed as JSON, and used only if the key written inside equals the key asked for.
+failure of the machine are never stored.
+
+**Trust.** The cache folder is trusted as much as the site folder it builds: whoever can write
+one can change the published board through either, so the maintainers keep both where only
+they write. What the cache does guard against is damage and careless edits: each entry is read
+back size-capped, parsed as JSON, and used only if the key written inside equals the key asked
+for *and* the SHA-256 written beside the answer equals the answer's own (an answer edited in
+place, a score changed by hand, a half-copied file, is validated again rather than used). The
+cache never lives inside the submissions folder or the site folder (:func:`check_cache`), and
+no link inside it is followed: a link where one of its folders belongs is removed (it is the
+cache's own entry) and the folder made again, so nothing is read from or written outside it.
 """
 
 from __future__ import annotations
@@ -30,11 +39,14 @@ from pathlib import Path
 from typing import Any
 
 from phasebench._version import __version__
-from phasebench.atomic import atomic_write_text
+from phasebench.atomic import atomic_write_text, make_folder, remove_entry
+from phasebench.errors import OutputError
 
 __all__ = [
     "ENVIRONMENT_PACKAGES",
     "ResultStore",
+    "check_cache",
+    "own_folder",
     "environment_versions",
     "submission_digest",
     "validator_fingerprint",
@@ -117,6 +129,38 @@ def submission_digest(folder: Path) -> str:
     return digest.hexdigest()
 
 
+def check_cache(cache: Path | str, **others: Path | str | None) -> Path:
+    """Refuse, before any work, a ``--cache`` that is, holds or lies inside one of ``others``
+    (``submissions=``, ``out=``: keyword names the folders in the message): a cache in the
+    submissions folder would be published as submissions, one in the site folder deleted by
+    every swap. Returns the cache resolved."""
+    resolved = Path(cache).resolve()
+    for what, other in others.items():
+        if other is None:
+            continue
+        folder = Path(other).resolve()
+        if resolved == folder or folder in resolved.parents or resolved in folder.parents:
+            name = "--out" if what == "out" else f"the {what} folder"
+            raise OutputError(
+                f"--cache {str(cache)!r} overlaps {name} {str(other)!r}; give the cache a folder "
+                f"of its own"
+            )
+    return resolved
+
+
+def own_folder(path: Path, owner: Path) -> Path:
+    """``path`` (a direct child of ``owner``, a folder of the cache) as a real folder: a link or
+    a file standing there is removed (never followed) and the folder made."""
+    if path.is_symlink() or (path.exists() and not path.is_dir()):
+        remove_entry(path, owner)
+    return make_folder(path, "--cache")
+
+
+def _answer_hash(answer: Any) -> str:
+    text = json.dumps(answer, allow_nan=False, sort_keys=True)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 class ResultStore:
     """Answers of validating processes, one JSON file per key in ``folder``.
 
@@ -145,6 +189,8 @@ class ResultStore:
         """The stored answer for ``key``, or None (none stored, or an entry that does not check:
         too big, not JSON, another key inside, not an answer a rule gave)."""
         path = self._path(key)
+        if any(folder.is_symlink() for folder in (self.folder, path.parent)):
+            return None  # never read through a link out of the cache
         try:
             info = path.lstat()
             if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_ENTRY_BYTES:
@@ -161,9 +207,18 @@ class ResultStore:
             answer.get("refused"), list
         ):
             return None
+        try:
+            if entry.get("sha256") != _answer_hash(answer):
+                return None  # edited or damaged since it was stored: validate again
+        except (TypeError, ValueError):
+            return None
         return answer
 
     def put(self, key: str, answer: Mapping[str, Any]) -> None:
         """Store an answer a rule gave (``accepted`` or ``refused``), written atomically."""
-        text = json.dumps({"key": key, "answer": answer}, allow_nan=False, sort_keys=True)
-        atomic_write_text(self._path(key), text)
+        entry = {"key": key, "answer": answer, "sha256": _answer_hash(answer)}
+        text = json.dumps(entry, allow_nan=False, sort_keys=True)
+        path = self._path(key)
+        own_folder(self.folder, self.folder.parent)
+        own_folder(path.parent, self.folder)
+        atomic_write_text(path, text)

@@ -172,6 +172,7 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
             "tokenizer": sub.meta["tokenizer"],
             "provenance": sub.provenance,
             "task_versions": sub.task_versions,
+            "serving_witness": serving_witness(sub),
             "boards": [],
         }
         for (task, length), frame in sub.samples.groupby(["task", "length"], sort=True):
@@ -204,6 +205,7 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
                     "backend": sub.meta["backend"],
                     "kv_cache": sub.meta["kv_cache"],
                     "serving": serving_label(sub.meta.get("serving")),
+                    "serving_witness": detail["serving_witness"],
                     "chat_template": bool(sub.meta["chat_template"]),
                     **exported(summary),
                     "lm_eval_version": sub.provenance["lm_eval_version"],
@@ -365,12 +367,27 @@ def serving_label(serving: Mapping[str, Any] | None) -> str | None:
     return f"{serving['engine']} {serving['version']}" + (f"; {flags}" if flags else "")
 
 
+#: How a row shows a serving claim the server's witness backs: every sample's prompt token
+#: count reported by the server and equal to its label (:mod:`phasebench.lmeval.witness`).
+WITNESSED = "witnessed"
+#: ... and one it does not: no sample carries the witness, or the server reported no count.
+NOT_WITNESSED = "claimed, not witnessed"
+
+
+def serving_witness(sub: Submission) -> str | None:
+    """``witnessed`` or ``claimed, not witnessed`` for an entry that declares a serving stack
+    (None for one that declares none): the claim is witnessed only when validation found the
+    server's agreeing count on every sample."""
+    if not sub.meta.get("serving"):
+        return None
+    return WITNESSED if sub.provenance.get("served") == "witnessed" else NOT_WITNESSED
+
+
 #: Columns of the flat tables before and after the statistics (:func:`flat_columns`).
 ROW_COLUMNS = [
     "board", "task", "task_version", "length", "modulus", "axis", "n_phases", "n_base", "model",
-    "revision",
-    "variant", "precision", "backend", "kv_cache", "serving", "chat_template", "rank_worst",
-    "rank_average",
+    "revision", "variant", "precision", "backend", "kv_cache", "serving", "serving_witness",
+    "chat_template", "rank_worst", "rank_average",
 ]  # fmt: skip
 TAIL_COLUMNS = ["lm_eval_version", "transformers_version", "phasebench_version", "date",
                 "reported", "evidence", "fixture"]  # fmt: skip

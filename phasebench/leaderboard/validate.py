@@ -3,7 +3,8 @@
 Rules (each refusal names one of them and the file):
 
 ``schema``      submission.yaml matches ``submission.schema.json`` (also refuses HTML, control
-                characters and path tricks in its text fields) and names its own folder
+                characters and path tricks in its text fields) and names its own folder;
+                its ``backend`` is the one the results' ``model_source`` names, when given
 ``path``        folder and file names fit the layout; no symlinks
 ``size``/``json``/``yaml``  files are within size limits and parse; no NaN/inf
 ``files``       a results file and one samples file per task are present
@@ -16,6 +17,9 @@ Rules (each refusal names one of them and the file):
                 generates for that spec and tokenizer (so unverifiable data is refused)
 ``metric``      per-sample metrics recomputed from the responses, and the aggregate metrics
                 recomputed from the samples, equal the reported ones
+``served``      through a server, every sample's server-reported prompt token count is a whole
+                number equal to its label, and the witness is on every sample or on none
+                (a ``serving`` claim without it is published as "claimed, not witnessed")
 ``max_length``  the model's maximum length covers the longest prompt plus the generation budget
 ``reproduced``  a maintainer's ``reproduced.yaml`` vouches for exactly these files
 ``duplicate``   one entry per canonical (model, revision, variant, precision, chat template,
@@ -55,7 +59,7 @@ import pandas as pd
 
 from phasebench.atomic import scratch_folder
 from phasebench.errors import MachineError, PhasebenchError, SubmissionsError, debugging
-from phasebench.leaderboard.checks import check_task, task_configs
+from phasebench.leaderboard.checks import NOT_WITNESSED, WITNESSED, check_task, task_configs
 from phasebench.leaderboard.collect import (
     Problem,
     RawSubmission,
@@ -69,7 +73,7 @@ from phasebench.leaderboard.provenance import provenance, recorded_time
 from phasebench.leaderboard.regenerate import Regenerator
 from phasebench.leaderboard.schema import check_schema, known_tasks
 from phasebench.leaderboard.summaries import board_summaries
-from phasebench.samples import ReadLimits
+from phasebench.samples import SERVED_KEY, ReadLimits
 
 
 @dataclass
@@ -169,6 +173,7 @@ def validate_submission(
     """Apply every rule to one parsed submission; raises :class:`Refused` at the first failure."""
     check_schema(raw)
     found = task_configs(raw, tasks)
+    _check_backend(raw, found)
     extra = sorted(set(raw.samples) - set(found))
     if extra:
         raise Refused("files", raw.samples[extra[0]][0], "samples of a task missing from results")
@@ -180,13 +185,14 @@ def validate_submission(
         raise
     except PhasebenchError as exc:
         raise Refused("tokenizer", raw.folder / "submission.yaml", f"cannot load: {exc}") from None
-    frames, longest, staged = [], 0, {}
+    frames, longest, staged, witnesses = [], 0, {}, {}
     for task, (path, results) in sorted(found.items()):
-        frame, need, mark = check_task(raw, task, path, results, regen, tok)
+        frame, need, mark, witnesses[task] = check_task(raw, task, path, results, regen, tok)
         frames.append(frame)
         longest = max(longest, need)
         if mark is not None:  # recomputed from the samples: the board marks a staged run
             staged[f"{task}@{int(frame['length'].iloc[0])}"] = mark
+    served = _served(raw, witnesses)
     max_length = raw.meta.get("max_length")
     for _, results in raw.results:
         if isinstance(results.get("max_length"), int) and not isinstance(
@@ -206,6 +212,7 @@ def validate_submission(
     origin["max_length"] = max_length
     if staged:
         origin["staged"] = staged
+    origin["served"] = served
     versions = {task: tasks[task] for task in found}
     return Submission(
         raw.name,
@@ -216,6 +223,43 @@ def validate_submission(
         recorded=recorded_time(raw, found),
         reproduced=raw.reproduced,
     )
+
+
+def _check_backend(raw: RawSubmission, found: Mapping[str, tuple[Path, dict]]) -> None:
+    """The backend submission.yaml claims is the one lm-eval recorded (``model_source`` in the
+    results file, when it is there; ``phasebench eval`` runs the API backends under their
+    witnessing names): the model page's reproduction command is built from the claim."""
+    from phasebench.lmeval.witness import WITNESSED_BACKENDS
+
+    claimed = str(raw.meta["backend"])
+    for path, results in {str(p): (p, r) for p, r in found.values()}.values():
+        source = results.get("model_source")
+        if source is None:
+            continue
+        if source not in (claimed, WITNESSED_BACKENDS.get(claimed)):
+            raise Refused(
+                "schema",
+                raw.folder / "submission.yaml",
+                f"field backend: {ascii(claimed)} but {path.name} was run with model_source "
+                f"{ascii(source)[:60]}; give the backend lm-eval ran",
+            )
+
+
+def _served(raw: RawSubmission, witnesses: Mapping[str, str | None]) -> str | None:
+    """What the server's witness says of the whole submission: ``witnessed`` only when every
+    task is, None when no task carries it; a witness on some tasks only is half a witness."""
+    states = set(witnesses.values())
+    if None in states and len(states) > 1:
+        bare = sorted(task for task, state in witnesses.items() if state is None)
+        raise Refused(
+            "served",
+            raw.name,
+            f"the server's witness ({SERVED_KEY}) is missing from every sample of {bare[0]} but "
+            f"logged for other tasks; a run through a server logs it on every sample",
+        )
+    if states == {None}:
+        return None
+    return WITNESSED if states == {WITNESSED} else NOT_WITNESSED
 
 
 #: What each validating process runs.
@@ -254,7 +298,7 @@ def validate_folder(request: Mapping[str, Any]) -> dict[str, Any]:
             ) from None
         problem = _unexpected(name, exc)
     except (PhasebenchError, KeyError, TypeError, ValueError, IndexError, AttributeError,
-            RecursionError) as exc:  # fmt: skip
+            RecursionError, ArithmeticError) as exc:  # fmt: skip
         if debugging() and not isinstance(exc, PhasebenchError):
             raise  # PHASEBENCH_DEBUG=1: a bug of phasebench's keeps its traceback
         problem = _unexpected(name, exc)
@@ -314,11 +358,14 @@ def validate_all(
     ``multiprocessing`` start method but ``fork``, a script that calls this must do so under
     ``if __name__ == "__main__":`` (the command line and pytest already do).
     """
-    from phasebench.leaderboard.reuse import ResultStore
+    from phasebench.leaderboard.reuse import ResultStore, check_cache, own_folder
 
     root = Path(root)
     if not root.is_dir():
         raise SubmissionsError(f"{str(root)!r} is not a folder of submissions")
+    if cache:
+        cache = check_cache(cache, submissions=root)
+        own_folder(cache / "splits", cache)  # a link there is never followed out of the cache
     tasks = dict(tasks) if tasks is not None else known_tasks()
     limits = limits or Limits()
     jobs = jobs or default_jobs()
@@ -326,7 +373,7 @@ def validate_all(
     folders, problems = submission_folders(root)
     outcome.refused.extend((p.file, [p]) for p in problems)
     answers: dict[str, dict[str, Any]] = {}
-    with scratch_folder("phasebench-lb-") as scratch:
+    with scratch_folder("phasebench-lb-", reclaim=True) as scratch:
         shared = Path(cache) if cache else Path(scratch)
         requests = {}
         store = None

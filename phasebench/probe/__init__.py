@@ -16,7 +16,13 @@ from typing import Any
 
 from phasebench.lmeval.tasks import MAX_GEN_TOKS
 from phasebench.probe.prompt import ProbeError, ProbePrompt, parse_prompt, read_prompt
-from phasebench.probe.shifts import DEFAULT_STYLES, STYLE_NAMES, ShiftPlan, plan_shifts
+from phasebench.probe.shifts import (
+    DEFAULT_STYLES,
+    STYLE_NAMES,
+    ShiftPlan,
+    check_limits,
+    plan_shifts,
+)
 from phasebench.specs import DEFAULT_MODULUS
 
 __all__ = [
@@ -108,6 +114,7 @@ def run_probe(
     if expect is not None and not expect.strip():
         raise ProbeError("--expect needs the expected answer's text (got an empty string)")
     say = on_event or (lambda line: None)
+    check_limits(modulus, rounds, custom)  # before the prompt is planned or a model loaded
     prompt = read_prompt(prompt_file)
     plan, tok = plan_for_model(prompt, model, model_args, modulus=modulus, rounds=rounds,
                                styles=styles, custom=custom, choices=choices, chat=chat,

@@ -331,6 +331,34 @@ class ShiftPlan:
         return max(r.n_tokens for r in self.renderings)
 
 
+#: The most shifts per padding style (``rounds * modulus``): each is one whole-sequence encoding
+#: and one model call per style, so a probe stays minutes, not hours.
+MAX_SHIFTS = 4096
+
+
+def check_limits(modulus: int, rounds: int, custom: str | None = None) -> None:
+    """Refuse, before any work, a probe beyond its limits (a modulus above the largest a split
+    may have, more than :data:`MAX_SHIFTS` shifts per style) or an empty ``--filler``."""
+    from phasebench.specs import MAX_MODULUS
+
+    if modulus < 2:
+        raise ProbeError(f"'--modulus' must be >= 2 (got {modulus})")
+    if modulus > MAX_MODULUS:
+        raise ProbeError(
+            f"'--modulus' {modulus} is above {MAX_MODULUS}, the largest phase modulus a split "
+            f"may have"
+        )
+    if rounds < 1:
+        raise ProbeError(f"'--rounds' must be >= 1 (got {rounds})")
+    if rounds * modulus > MAX_SHIFTS:
+        raise ProbeError(
+            f"'--rounds' {rounds} x '--modulus' {modulus} is {rounds * modulus} shifts per "
+            f"style; the limit is {MAX_SHIFTS} (lower --rounds)"
+        )
+    if custom is not None and not custom.strip():
+        raise ProbeError("'--filler' needs a line of text (got an empty one)")
+
+
 def plan_shifts(
     tok: PhaseTokenizer,
     prompt: ProbePrompt,
@@ -346,10 +374,7 @@ def plan_shifts(
     """Shifts k = 0 .. rounds * modulus - 1 of ``prompt`` in every usable style, each encoded
     whole and checked to be an exact splice; with ``choices``, each checked to add exactly one
     token after every rendering (as lm-eval scores a continuation)."""
-    if modulus < 2:
-        raise ProbeError(f"'--modulus' must be >= 2 (got {modulus})")
-    if rounds < 1:
-        raise ProbeError(f"'--rounds' must be >= 1 (got {rounds})")
+    check_limits(modulus, rounds, custom)
     unknown = [s for s in styles if s not in STYLE_NAMES]
     if unknown or not styles:
         raise ProbeError(

@@ -7,6 +7,7 @@ import numpy as np
 from phasebench.errors import StatsError
 from phasebench.metrics import ALPHA
 from phasebench.rng import derive_rng
+from phasebench.specs import MAX_MODULUS
 from phasebench.stats._common import _check_alpha, _check_modulus
 
 
@@ -59,6 +60,11 @@ def power_n_base(
     """
     _check_alpha(alpha)
     modulus = _check_modulus(modulus)
+    if modulus > MAX_MODULUS:  # checked before any simulation (1e6 ended in a memory error)
+        raise StatsError(
+            f"--modulus {modulus} is above {MAX_MODULUS}, the largest phase modulus a split may "
+            f"have"
+        )
     if not 0 < power < 1:
         raise StatsError(f"power must be in (0, 1) (got {power})")
     _power_profile(acc, gap, modulus)

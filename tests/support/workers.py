@@ -55,3 +55,11 @@ def encodes_with_a_shared_tokenizer(payload: dict[str, Any]) -> dict[str, Any]:
     tok = validation_tokenizer(payload["name"], payload["args"])
     encoded = tok.backend.encode_batch(["key: value\n" * 200] * 256)
     return {"loaded_before": loaded, "encoded": len(encoded)}
+
+
+def answers_late(payload: Any) -> dict[str, Any]:
+    """Leave a mark in ``$PHASEBENCH_TEST_MARKS``, wait 3 s (long enough for the test to kill
+    the parent), then answer as a refusal: the answer goes to a parent that may be gone."""
+    Path(os.environ["PHASEBENCH_TEST_MARKS"], f"started-{os.getpid()}").touch()
+    time.sleep(3)
+    return {"refused": [{"rule": "format", "file": "x", "message": "late"}]}
