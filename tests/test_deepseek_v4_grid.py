@@ -17,6 +17,12 @@ the prefill. Then, from the compressor's own computation: the entries that chang
 anchor's input is perturbed are the ones whose windows hold it, and the tokens that feed each of
 those entries (the nonzero rows of its gradient) are its window. Every row's anchor must sit at
 offset ``anchor_index mod m`` of its CSA windows (and ``anchor_index mod 128`` of its HCA block).
+
+The same holds for every row of a batch: at batch sizes that straddle prompt lengths (two
+``max_seq_lengths`` on the needle axis, both axes crossed), where lm-eval would pad the shorter
+prompts on the left and the compressors would count the pads (phasebench's tasks keep each
+generation batch to one prompt length, :mod:`phasebench.lmeval.batching`); for log-likelihood
+batches (the code family), padded on the right; and for ``phasebench probe``'s shifts.
 """
 
 from __future__ import annotations
