@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from phasebench.lmeval.batching import batch_stop
 from phasebench.lmeval.harness import TASK_FAMILIES
 from phasebench.lmeval.tasks import COMPACT_METRICS, metric_keys
 from support.lmeval import lm_eval, outputs
@@ -74,6 +75,10 @@ def test_samples_are_all_phases_of_all_items(group_run, task):
     if family == "code":
         assert all(isinstance(s["margin"], float) for s in logged)
         assert all((s["margin"] > 0) == (s["acc"] == 1.0) for s in logged)
+    else:  # plain lm_eval too: each generation request names its length among its stops
+        for sample in logged:
+            gen_kwargs = sample["arguments"]["gen_args_0"]["arg_1"]
+            assert gen_kwargs["until"] == ["\n", batch_stop(sample["doc"]["length"], "\n")]
 
 
 @pytest.mark.slow

@@ -40,6 +40,7 @@ __all__ = [
     "request",
     "resolve_max_length",
     "run_cli",
+    "with_gen_kwargs",
 ]
 
 #: lm-eval versions whose internals the functions below were checked against.
@@ -218,6 +219,16 @@ def add_phase_metric(
     lm-eval's table (p-values)."""
     task._aggregation_list[key] = aggregation
     task._higher_is_better[key] = higher
+
+
+def with_gen_kwargs(request: Any, change: Callable[[Mapping[str, Any]], dict]) -> Any:
+    """A ``generate_until`` request (``Instance``) with its generation arguments (the second of
+    ``arguments``, a dict) replaced by ``change(gen_kwargs)``; other requests unchanged."""
+    if getattr(request, "request_type", None) != "generate_until":
+        return request
+    context, gen_kwargs, *rest = request.arguments
+    request.arguments = (context, change(gen_kwargs), *rest)
+    return request
 
 
 def resolve_max_length(config: Any, hf_tokenizer: Any, default: int) -> int:

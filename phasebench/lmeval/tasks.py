@@ -303,6 +303,19 @@ class _PhaseTaskBase:
             compat.add_phase_metric(self, key, aggregation, higher_is_better(key))
             self._phasebench_keys.add(key)
 
+    def construct_requests(self, doc: dict, ctx: Any, **kwargs: Any) -> Any:
+        """lm-eval's requests for ``doc``; a generation request also names its prompt's token
+        count among its stop sequences, so lm-eval batches it only with prompts of the same
+        count and never pads it on the left (:mod:`phasebench.lmeval.batching`)."""
+        from phasebench.lmeval import compat
+        from phasebench.lmeval.batching import one_length_per_batch
+
+        requests = super().construct_requests(doc, ctx, **kwargs)  # type: ignore[misc]
+        length = served_label(doc)
+        if isinstance(requests, list):  # log-likelihood: padded on the right, positions kept
+            return requests
+        return compat.with_gen_kwargs(requests, lambda g: one_length_per_batch(g, length))
+
     def process_results(self, doc: dict, results: list) -> dict:
         out = super().process_results(doc, results)  # type: ignore[misc]
         return {k: v for k, v in out.items() if k in self._phasebench_keys}
