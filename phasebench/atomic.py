@@ -343,29 +343,7 @@ def clean_stale_scratch(base: Path | str, prefix: str) -> list[Path]:
     """Remove the folders ``prefix*`` in ``base`` that hold a :data:`STAGING_LOCK` nobody holds
     locked (left by a killed process, :func:`scratch_folder` with ``reclaim``); anything else is
     left alone. Returns the folders removed."""
-    import fcntl
-
-    removed: list[Path] = []
-    base = Path(base)
-    if not base.is_dir():
-        return removed
-    for folder in sorted(base.iterdir()):
-        if not folder.name.startswith(prefix) or folder.is_symlink() or not folder.is_dir():
-            continue
-        try:
-            fd = os.open(folder / STAGING_LOCK, os.O_RDWR | os.O_NOFOLLOW)
-        except OSError:  # no lock file: not a folder made this way, or being made right now
-            continue
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:  # held by a live process, or no way to tell: keep it
-                continue
-            shutil.rmtree(folder, ignore_errors=True)
-            removed.append(folder)
-        finally:
-            os.close(fd)
-    return removed
+    return _reclaim_unlocked(Path(base), (prefix,))
 
 
 @contextmanager
@@ -451,21 +429,25 @@ def clean_stale_staging(target: Path | str) -> list[Path]:
     :data:`STAGING_LOCK` file nobody holds locked. Anything else is left alone. Returns the
     folders removed."""
     target = Path(target)
+    return _reclaim_unlocked(target.parent, (f".{target.name}.staging-", f".{target.name}.old-"))
+
+
+def _reclaim_unlocked(base: Path, prefixes: tuple[str, ...]) -> list[Path]:
+    """The folders in ``base`` named ``prefixes*`` whose :data:`STAGING_LOCK` nobody holds,
+    emptied and removed (a folder without the lock file, a link or a locked one is kept)."""
+    import fcntl
+
     removed: list[Path] = []
-    if not target.parent.is_dir():
+    if not base.is_dir():
         return removed
-    prefixes = (f".{target.name}.staging-", f".{target.name}.old-")
-    for folder in sorted(target.parent.iterdir()):
+    for folder in sorted(base.iterdir()):
         if not folder.name.startswith(prefixes) or folder.is_symlink() or not folder.is_dir():
             continue
-        lock = folder / STAGING_LOCK
         try:
-            fd = os.open(lock, os.O_RDWR | os.O_NOFOLLOW)
-        except OSError:  # no lock file: not a folder this version of phasebench made
+            fd = os.open(folder / STAGING_LOCK, os.O_RDWR | os.O_NOFOLLOW)
+        except OSError:  # no lock file: not a folder phasebench made, or being made right now
             continue
         try:
-            import fcntl
-
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:  # held by a live process, or no way to tell: keep it
