@@ -193,8 +193,9 @@ def cell_problem(header: str, cell: str, entry: dict[str, Any], finding: bool) -
             ok = value is not None and value < float(numbers[0])
         else:
             ok = len(numbers) == 1 and _same(numbers[0], value, scale=1.0)
-    elif how == "period":
-        ok = (value is None) if text in ("-", "none") else numbers == [str(value)]
+    elif how == "period":  # "4", or "4 or 2" where the data are consistent with both
+        shown = entry.get("consistent_periods") if len(numbers) > 1 else [value]
+        ok = (value is None) if text in ("-", "none") else numbers == [str(v) for v in shown or []]
     elif how == "effect":
         expected = ("finding" if finding else "yes") if value else "no"
         ok = text == expected
