@@ -596,6 +596,8 @@ def format_value(stat: metrics.Statistic, value: Any) -> str:
 def _note(stat: metrics.Statistic, value: Any) -> str:
     if stat.unit == "flag":
         return "n/a" if value is None else ("" if value else "not ") + stat.label
+    if stat.unit == "phase" and value is None:  # "weak phase: none (flat)", as the site says
+        return f"{stat.label}: {metrics.FLAT}"
     shown = format_value(stat, value).strip()
     symbol = stat.symbol or stat.label
     if shown.startswith("<"):  # "p < 0.001", not "p = < 0.001"
