@@ -1,5 +1,12 @@
-"""Options and argument types shared by several commands, each defined once (parsing only; no
-library imports)."""
+"""Options and argument types shared by several commands, each defined once (parsing only).
+
+Each shared option (``--out``, ``--seed``, ``--n-base``, ``--length``, ``--modulus``, ``--quiet``)
+is one small function that adds it to a command's parser: its name, its type and its default are
+declared here, the default read from the module where the fact lives (the split's defaults from
+:class:`phasebench.specs.SplitSpec`, the statistics seed from :mod:`phasebench.metrics`). A
+command passes its own help text, and ``required=`` or a ``default=`` read from another home (the
+reference models' sizes in :mod:`phasebench.reference`) where it genuinely differs; no command
+module calls ``add_argument`` for one of these names (``tests/test_cli_options.py``)."""
 
 from __future__ import annotations
 
@@ -58,6 +65,72 @@ def positive_float(text: str) -> float:
     return value
 
 
+#: The options declared here; command modules never ``add_argument`` one of them themselves.
+SHARED = ("--out", "--seed", "--n-base", "--length", "--modulus", "--quiet")
+
+
 def quiet(parser: argparse.ArgumentParser, what: str = "no progress bar") -> None:
     """``--quiet``: ``what`` it leaves out of the output."""
     parser.add_argument("--quiet", action="store_true", help=what)
+
+
+def _split_default(name: str):
+    """The default of :class:`~phasebench.specs.SplitSpec`'s field ``name``."""
+    import dataclasses
+
+    from phasebench.specs import SplitSpec
+
+    return next(f.default for f in dataclasses.fields(SplitSpec) if f.name == name)
+
+
+def out(
+    parser: argparse.ArgumentParser,
+    help: str,
+    *,
+    default: str | None = None,
+    required: bool = False,
+    metavar: str | None = None,
+) -> None:
+    """``--out``: the folder (or file) a command writes; ``default`` is the command's own."""
+    parser.add_argument("--out", default=default, required=required, metavar=metavar, help=help)
+
+
+_SPLIT = object()
+
+
+def seed(parser: argparse.ArgumentParser, help: str, *, default: object = _SPLIT) -> None:
+    """``--seed``: a seed >= 0, by default the split's (``SplitSpec.seed``); ``report`` passes
+    :data:`phasebench.metrics.SEED`, ``reference train`` ``None`` (the training settings' own)."""
+    if default is _SPLIT:
+        default = _split_default("seed")
+    parser.add_argument("--seed", type=non_negative_int, default=default, help=help)
+
+
+def n_base(parser: argparse.ArgumentParser, help: str, *, default: int | None = None) -> None:
+    """``--n-base``: base items per config, >= 1; ``None`` leaves it to the family
+    (:attr:`phasebench.families.Family.default_n_base`)."""
+    parser.add_argument("--n-base", type=positive_int, default=default, help=help)
+
+
+def length(
+    parser: argparse.ArgumentParser,
+    help: str,
+    *,
+    default: int | None = None,
+    repeatable: bool = False,
+) -> None:
+    """``--length``: prompt length in tokens. One kv length (>= 1), or with ``repeatable`` a
+    list for ``generate`` (>= 0: the code family's length is the unrelated code before the item,
+    0 allowed; each family's own minimum is checked by :class:`~phasebench.specs.SplitSpec`)."""
+    if repeatable:
+        parser.add_argument("--length", type=non_negative_int, action="append", help=help)
+    else:
+        parser.add_argument("--length", type=positive_int, default=default, help=help)
+
+
+def modulus(parser: argparse.ArgumentParser, help: str = "phase modulus") -> None:
+    """``--modulus``: the phase modulus P, by default :data:`phasebench.specs.DEFAULT_MODULUS`
+    (the range a split accepts is checked by :class:`~phasebench.specs.SplitSpec`)."""
+    from phasebench.specs import DEFAULT_MODULUS
+
+    parser.add_argument("--modulus", type=positive_int, default=DEFAULT_MODULUS, help=help)

@@ -14,19 +14,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "demo",
         help="the whole pipeline on the reference models: splits, lm-eval, report, site",
     )
-    demo.add_argument("--out", default="phasebench-demo", help="output folder")
-    demo.add_argument(
-        "--n-base", type=_args.positive_int, default=DEMO_N_BASE, help="base items (x 8 phases)"
-    )
-    demo.add_argument(
-        "--length", type=_args.positive_int, default=EVAL_LENGTH, help="kv prompt length"
-    )
-    demo.add_argument(
-        "--seed",
-        type=_args.non_negative_int,
-        default=0,
-        help="seed of the evaluation split (the models never saw any evaluation seed)",
-    )
+    _args.out(demo, "output folder", default="phasebench-demo")
+    _args.n_base(demo, "base items (x 8 phases)", default=DEMO_N_BASE)
+    _args.length(demo, "kv prompt length", default=EVAL_LENGTH)
+    _args.seed(demo, "seed of the evaluation split (the models never saw any evaluation seed)")
     _args.quiet(demo, "print only the results")
     demo.set_defaults(run=run)
 

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from phasebench.cli import _args
-from phasebench.specs import DEFAULT_MODULUS
+from phasebench.families import DEFAULT_N_BASE
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -33,25 +33,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="model argument that changes tokenization, as lm-eval's hf backend applies it "
         "(add_bos_token, revision, gguf_file, subfolder); repeatable",
     )
-    gen.add_argument(
-        "--length",
-        type=_args.non_negative_int,
-        action="append",
-        help="prompt length in tokens, repeatable (code: unrelated code before the item; "
+    _args.length(
+        gen,
+        "prompt length in tokens, repeatable (code: unrelated code before the item; "
         "default 0 for code, required otherwise)",
+        repeatable=True,
     )
-    gen.add_argument(
-        "--modulus",
-        type=int,
-        default=DEFAULT_MODULUS,
-        help="phase modulus P (phase = anchor index mod P)",
-    )
-    gen.add_argument(
-        "--n-base",
-        type=int,
-        default=None,
-        help="base items, each rendered at every phase (default: the family's own, 256 for kv "
-        "and niah; code: 64 items, each swept over 4 padding styles x 16 lengths)",
+    _args.modulus(gen, "phase modulus P (phase = anchor index mod P)")
+    _args.n_base(
+        gen,
+        f"base items, each rendered at every phase (default: the family's own, {DEFAULT_N_BASE} "
+        "for kv and niah; code: 64 items, each swept over 4 padding styles x 16 lengths)",
     )
     gen.add_argument(
         "--length-phases",
@@ -70,9 +62,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="kv, niah: render only these residues mod P on each varied axis, as residues and "
         "start:stop[:step] ranges, e.g. 0:128:16,125:128 (still paired and matched)",
     )
-    gen.add_argument("--seed", type=int, default=0, help="seed of every random stream")
+    _args.seed(gen, "seed of every random stream")
     gen.add_argument("--haystack", default=None, help="niah: a UTF-8 text file to use as haystack")
-    gen.add_argument("--out", required=True, help="output folder (one sub-folder per config)")
+    _args.out(gen, "output folder (one sub-folder per config)", required=True)
     gen.add_argument(
         "--num-proc", type=_args.positive_int, default=1, help="worker processes (same bytes)"
     )

@@ -18,7 +18,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
     pk = actions.add_parser("pack", help="shrink lm-eval output to what validation needs")
     pk.add_argument("source", help="lm-eval --output_path folder (results_*.json, samples_*.jsonl)")
-    pk.add_argument("--out", required=True, help="submission folder ORG__MODEL/REVISION")
+    _args.out(pk, "submission folder ORG__MODEL/REVISION", required=True)
     pk.add_argument("--submission", default=None, help="submission.yaml to copy alongside")
     pk.add_argument(
         "--overwrite",
@@ -55,11 +55,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "was.",
     )
     bu.add_argument("submissions", help="the submissions folder")
-    bu.add_argument(
-        "--out",
-        required=True,
-        help="site folder: built beside and swapped in; an existing folder is replaced only if "
+    _args.out(
+        bu,
+        "site folder: built beside and swapped in; an existing folder is replaced only if "
         "it is an earlier phasebench site or empty",
+        required=True,
     )
     _cache(bu)
     _limits(bu)
@@ -88,12 +88,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     ex.add_argument(
         "--site-url", required=True, metavar="URL", help="address of the published site"
     )
-    ex.add_argument(
-        "--out",
-        required=True,
-        help="output folder, one <org>__<model>/.eval_results/ per model (replaced only if "
+    _args.out(
+        ex,
+        "output folder, one <org>__<model>/.eval_results/ per model (replaced only if "
         "this command made it or it is empty); an entry that cannot be written inside it is "
         "named on stderr and the exit code is 1",
+        required=True,
     )
     ex.set_defaults(run=_export_eval_results)
 

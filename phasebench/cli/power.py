@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from phasebench.cli import _args
 from phasebench.metrics import ALPHA
-from phasebench.specs import DEFAULT_MODULUS
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -18,7 +18,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     pw.add_argument("--acc", type=float, required=True, help="average accuracy, e.g. 0.9")
     pw.add_argument("--gap", type=float, required=True, help="best - worst phase, e.g. 0.06")
-    pw.add_argument("--modulus", type=int, default=DEFAULT_MODULUS, help="phase modulus")
+    _args.modulus(pw, "phase modulus")
     pw.add_argument("--alpha", type=float, default=ALPHA, help="significance level")
     pw.add_argument("--power", type=float, default=0.8, help="wanted power")
     pw.set_defaults(run=run)

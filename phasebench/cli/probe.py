@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 
 from phasebench.cli import _args
-from phasebench.specs import DEFAULT_MODULUS
 
 
 def _choices(text: str) -> tuple[str, ...]:
@@ -62,12 +61,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         metavar="A,B",
         help="compare log p(A) - log p(B) (one token each; A is right)",
     )
-    pr.add_argument(
-        "--modulus",
-        type=_args.positive_int,
-        default=DEFAULT_MODULUS,
-        help="phase modulus P (8 covers strides 2, 4, 8)",
-    )
+    _args.modulus(pr, "phase modulus P (8 covers strides 2, 4, 8)")
     pr.add_argument(
         "--rounds",
         type=_args.positive_int,
@@ -107,7 +101,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default=16,
         help="tokens generated per answer (without --choices)",
     )
-    pr.add_argument("--out", default=None, metavar="DIR", help="write probe.json and probe.png")
+    _args.out(pr, "write probe.json and probe.png", metavar="DIR")
     pr.set_defaults(run=run)
 
 

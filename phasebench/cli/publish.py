@@ -16,7 +16,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     pub.add_argument(
         "generated", nargs="+", metavar="GENERATED_DIR", help="folders from phasebench generate"
     )
-    pub.add_argument("--out", required=True, metavar="REPO_DIR", help="repository folder")
+    _args.out(pub, "repository folder", required=True, metavar="REPO_DIR")
     pub.add_argument("--overwrite", action="store_true", help="replace an existing REPO_DIR")
     pub.add_argument("--repo-id", default=None, metavar="ORG/NAME", help="Hub dataset id")
     pub.add_argument(

@@ -40,11 +40,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="optimizer steps (default: those of the committed weights)",
     )
-    tr.add_argument("--seed", type=_args.non_negative_int, default=0, help="training seed")
+    _args.seed(tr, "training seed", default=None)  # None: the training settings' own
     tr.add_argument(
         "--threads", type=_args.positive_int, default=1, help="torch threads (1 reproduces)"
     )
-    tr.add_argument("--out", default=None, help="folder for <variant>/ (default: shipped weights)")
+    _args.out(tr, "folder for <variant>/ (default: shipped weights)")
     _args.quiet(tr, "no loss lines")
     tr.set_defaults(run=_train)
 
@@ -53,12 +53,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="quick in-process phase profile of one model folder",
     )
     ev.add_argument("model", help="a reference model folder")
-    ev.add_argument(
-        "--length", type=_args.positive_int, default=EVAL_LENGTH, help="kv prompt length"
-    )
-    ev.add_argument(
-        "--n-base", type=_args.positive_int, default=DEMO_N_BASE, help="base items (x 8 phases)"
-    )
+    _args.length(ev, "kv prompt length", default=EVAL_LENGTH)
+    _args.n_base(ev, "base items (x 8 phases)", default=DEMO_N_BASE)
     ev.add_argument("--threads", type=_args.positive_int, default=1, help="torch threads")
     ev.set_defaults(run=_evaluate)
 
@@ -66,7 +62,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "sweep",
         help="period against stride: one model per stride (W = 2S) and the control, via lm-eval",
     )
-    sw.add_argument("--out", default="phasebench-sweep", help="output folder")
+    _args.out(sw, "output folder", default="phasebench-sweep")
     sw.add_argument(
         "--strides",
         type=_args.positive_int,
@@ -76,13 +72,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         metavar="S",
         help=f"strides to run (of {', '.join(map(str, SWEEP_STRIDES))})",
     )
-    sw.add_argument(
-        "--length", type=_args.positive_int, default=SWEEP_LENGTH, help="kv prompt length"
-    )
-    sw.add_argument(
-        "--n-base", type=_args.positive_int, default=SWEEP_N_BASE, help="base items (x 24 phases)"
-    )
-    sw.add_argument("--seed", type=_args.non_negative_int, default=0, help="evaluation seed")
+    _args.length(sw, "kv prompt length", default=SWEEP_LENGTH)
+    _args.n_base(sw, "base items (x 24 phases)", default=SWEEP_N_BASE)
+    _args.seed(sw, "evaluation seed")
     sw.add_argument(
         "--no-train",
         action="store_true",
@@ -113,7 +105,7 @@ def _train(args: argparse.Namespace) -> int:
     for out in outs.values():  # refuse a folder train would not replace before any training
         check_replaceable(out, MARKER)
     for variant in variants:
-        settings = settings_for(variant, seed=args.seed)
+        settings = settings_for(variant) if args.seed is None else settings_for(variant, args.seed)
         if args.steps is not None:
             settings = dataclasses.replace(settings, steps=args.steps)
         train(variant, outs[variant], settings, on_loss=log(variant))

@@ -35,9 +35,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default=metrics.N_PERM,
         help="permutations for the p-value",
     )
-    rep.add_argument(
-        "--seed", type=_args.non_negative_int, default=metrics.SEED, help="statistics seed"
-    )
+    _args.seed(rep, "statistics seed", default=metrics.SEED)
     rep.set_defaults(run=run)
 
 

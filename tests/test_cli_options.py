@@ -1,0 +1,118 @@
+"""Shared command-line options: each declared once in ``phasebench/cli/_args.py``, with one type
+and a default read from where the fact lives."""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from phasebench import metrics, reference
+from phasebench.cli import _args, build_parser, main
+from phasebench.specs import DEFAULT_MODULUS, SplitSpec
+
+CLI = Path(_args.__file__).parent
+SPLIT_SEED = next(f.default for f in dataclasses.fields(SplitSpec) if f.name == "seed")
+
+
+def _shared_add_arguments(source: str) -> list[tuple[int, str]]:
+    """``(line, flag)`` of every ``add_argument("--flag", ...)`` call naming a shared option."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "add_argument"
+        ):
+            for arg in node.args:
+                if isinstance(arg, ast.Constant) and arg.value in _args.SHARED:
+                    found.append((node.lineno, arg.value))
+    return found
+
+
+def test_the_scan_finds_a_shared_option_added_by_hand():
+    source = 'p.add_argument("--length", type=int)\np.add_argument(\n    "--out", default=None)\n'
+    assert _shared_add_arguments(source) == [(1, "--length"), (2, "--out")]
+
+
+def test_no_command_module_declares_a_shared_option_itself():
+    offenders = [
+        f"{path.name}:{line}: {flag}"
+        for path in sorted(CLI.glob("*.py"))
+        if path.name != "_args.py"
+        for line, flag in _shared_add_arguments(path.read_text(encoding="utf-8"))
+    ]
+    assert offenders == [], "declare these in phasebench/cli/_args.py: " + ", ".join(offenders)
+
+
+def _commands() -> dict[str, argparse.ArgumentParser]:
+    """Every command and action by its words (``"reference sweep"``)."""
+    found = {}
+
+    def walk(parser, words):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    found[" ".join([*words, name])] = sub
+                    walk(sub, [*words, name])
+
+    walk(build_parser(), [])
+    return found
+
+
+def _option(command: str, flag: str) -> argparse.Action:
+    parser = _commands()[command]
+    return next(a for a in parser._actions if flag in a.option_strings)
+
+
+@pytest.mark.parametrize(
+    ("command", "flag", "home"),
+    [
+        ("generate", "--modulus", DEFAULT_MODULUS),
+        ("probe", "--modulus", DEFAULT_MODULUS),
+        ("power", "--modulus", DEFAULT_MODULUS),
+        ("generate", "--seed", SPLIT_SEED),
+        ("demo", "--seed", SPLIT_SEED),
+        ("reference sweep", "--seed", SPLIT_SEED),
+        ("report", "--seed", metrics.SEED),
+        ("reference train", "--seed", None),  # the training settings' own seed
+        ("generate", "--n-base", None),  # the family's own default_n_base
+        ("demo", "--n-base", reference.DEMO_N_BASE),
+        ("reference evaluate", "--n-base", reference.DEMO_N_BASE),
+        ("reference sweep", "--n-base", reference.SWEEP_N_BASE),
+        ("demo", "--length", reference.EVAL_LENGTH),
+        ("reference evaluate", "--length", reference.EVAL_LENGTH),
+        ("reference sweep", "--length", reference.SWEEP_LENGTH),
+    ],
+)
+def test_defaults_are_read_from_their_homes(command, flag, home):
+    assert _option(command, flag).default == home
+
+
+def test_each_shared_option_has_one_type_everywhere():
+    types: dict[str, set[str]] = {}
+    for parser in _commands().values():
+        for action in parser._actions:
+            for flag in set(action.option_strings) & set(_args.SHARED):
+                if flag == "--length" and isinstance(action, argparse._AppendAction):
+                    continue  # generate's repeatable lengths admit 0 (the code family)
+                types.setdefault(flag, set()).add(getattr(action.type, "__name__", None))
+    assert types == {
+        "--out": {None},
+        "--seed": {"non_negative_int"},
+        "--n-base": {"positive_int"},
+        "--length": {"positive_int"},
+        "--modulus": {"positive_int"},
+        "--quiet": {None},
+    }
+
+
+@pytest.mark.parametrize("command", ["generate", "power", "probe"])
+def test_a_bad_modulus_is_refused_alike_by_every_command(command, capsys):
+    assert main([command, "--modulus", "0"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.splitlines() == [err]
+    assert "argument --modulus: must be >= 1 (got 0)" in err
