@@ -1,6 +1,6 @@
 """Hub Eval Results (issue 24): ``phasebench leaderboard export-eval-results`` writes, for every
 accepted entry, the ``.eval_results/*.yaml`` file its model repository would carry, in the
-format the Hub documents, naming a task of the ``eval.yaml`` that ``phasebench publish`` writes."""
+format the Hub documents, naming a task of the published benchmark dataset."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from phasebench.cli import main
-from phasebench.hub.benchmark import EVAL_FILE, parse_eval_yaml
+from phasebench.hub.benchmark import eval_tasks
 from phasebench.leaderboard.render import build_site
 from phasebench.leaderboard.score import score
 from phasebench.leaderboard.validate import validate_all
@@ -50,11 +50,12 @@ def test_every_accepted_entry_gets_its_eval_results_file(tmp_path, submission_ro
     site = tmp_path / "site"
     build_site(board, site)
 
-    # the benchmark dataset: the same split published, with its eval.yaml
+    # the benchmark dataset: the same split published; its tasks are those an eval.yaml would
+    # name (none is written while the Hub does not accept lm-eval as a framework, docs/hub.md)
     repo = tmp_path / "repo"
     split_rows(tmp_path / "generated")
     assert main(["publish", str(tmp_path / "generated"), "--out", str(repo)]) == 0
-    tasks = {t["id"] for t in parse_eval_yaml((repo / EVAL_FILE).read_text())["tasks"]}
+    tasks = {t["id"] for t in eval_tasks(json.loads((repo / "phasebench.json").read_text()))}
     assert tasks == {"kv_128"}
 
     out = tmp_path / "eval-results"
