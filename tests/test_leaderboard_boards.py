@@ -146,7 +146,7 @@ def test_words_and_numbers_agree_in_report_site_exports_and_glossary(built):
     (folder,) = (subs / "acme__flat").glob("*")
     runs, _ = load_runs([folder])
     text = render_tables(build_report(runs))
-    assert f"weak {metrics.FLAT}" in text and "weak phase 0" not in text
+    assert f"weak phase: {metrics.FLAT}" in text and "weak phase 0" not in text
     assert "worst phase" in text and "lowest phase" in text
 
 
