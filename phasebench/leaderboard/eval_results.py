@@ -36,6 +36,7 @@ from phasebench.atomic import atomic_write_text, staged_folder
 from phasebench.errors import HubError, OutputError, SubmissionsError
 from phasebench.families import names as family_names
 from phasebench.hub.benchmark import task_id
+from phasebench.leaderboard.score import CLAIMED_NOT_WITNESSED
 
 #: Marks a folder this module wrote: only such a folder (or an empty one) is replaced.
 MARKER = ".phasebench-eval-results"
@@ -72,7 +73,7 @@ def _notes(row: Mapping[str, Any], variant: str | None) -> str:
     if variant:
         parts.append(f"variant {variant}")
     if row.get("serving"):
-        witness = row.get("serving_witness") or "claimed, not witnessed"
+        witness = row.get("serving_witness") or CLAIMED_NOT_WITNESSED
         parts.append(f"served by {row['serving']} ({witness})")
     parts.append(
         "reproduced by the maintainers"

@@ -36,6 +36,7 @@ import pandas as pd
 from phasebench import metrics
 from phasebench._version import __version__
 from phasebench.atomic import atomic_file, atomic_write_text, make_folder
+from phasebench.leaderboard.checks import WITNESSED
 from phasebench.leaderboard.summaries import board_summary
 from phasebench.leaderboard.validate import Outcome, Submission
 
@@ -367,11 +368,10 @@ def serving_label(serving: Mapping[str, Any] | None) -> str | None:
     return f"{serving['engine']} {serving['version']}" + (f"; {flags}" if flags else "")
 
 
-#: How a row shows a serving claim the server's witness backs: every sample's prompt token
-#: count reported by the server and equal to its label (:mod:`phasebench.lmeval.witness`).
-WITNESSED = "witnessed"
-#: ... and one it does not: no sample carries the witness, or the server reported no count.
-NOT_WITNESSED = "claimed, not witnessed"
+#: How a row shows a serving claim the server's witness does not back (no sample carries the
+#: witness, or the server reported no count); one it backs shows validation's
+#: :data:`~phasebench.leaderboard.checks.WITNESSED`.
+CLAIMED_NOT_WITNESSED = "claimed, not witnessed"
 
 
 def serving_witness(sub: Submission) -> str | None:
@@ -380,7 +380,7 @@ def serving_witness(sub: Submission) -> str | None:
     server's agreeing count on every sample."""
     if not sub.meta.get("serving"):
         return None
-    return WITNESSED if sub.provenance.get("served") == "witnessed" else NOT_WITNESSED
+    return WITNESSED if sub.provenance.get("served") == WITNESSED else CLAIMED_NOT_WITNESSED
 
 
 #: Columns of the flat tables before and after the statistics (:func:`flat_columns`).
