@@ -89,12 +89,14 @@ class PromptPieces:
     prompt encoded: ``texts`` is a table of piece texts, of which those in ``opening`` open a
     prompt (encoded as at the start of a text, every other one as inside a prompt, as the fast
     path counts them); ``row(i)`` gives the indices into ``texts`` of row ``i``'s pieces (rows in
-    stored order), ``base_ids`` every row's base item."""
+    stored order), ``base_ids`` every row's base item; ``counts``, where the plan has them,
+    the token counts of the first ``len(counts)`` texts (the plan's body pieces, counted once)."""
 
     texts: Sequence[str]
     opening: frozenset[int]
     row: Callable[[int], np.ndarray]
     base_ids: Sequence[int]
+    counts: np.ndarray | None = None
 
 
 def send_order(lengths: Sequence[int], before: Callable[[int, int], int]) -> list[int]:
@@ -157,10 +159,11 @@ class _FastIds:
 
     def __init__(self, tok: Any, pieces: PromptPieces) -> None:
         self.tok, self.pieces = tok, pieces
-        texts = pieces.texts
-        inside = [i for i in range(len(texts)) if i not in pieces.opening]
+        texts, known = pieces.texts, 0 if pieces.counts is None else len(pieces.counts)
+        inside = [i for i in range(known, len(texts)) if i not in pieces.opening]
         opening = sorted(pieces.opening)
         self.counts = np.zeros(len(texts), dtype=np.int64)
+        self.counts[:known] = pieces.counts if known else 0
         if inside:
             self.counts[inside] = tok.count([texts[i] for i in inside])
         if opening:

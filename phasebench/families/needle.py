@@ -90,6 +90,7 @@ class NeedlePlan:
     items: list[ItemPlan]
     extra: np.ndarray
     residue: np.ndarray
+    pool_counts: np.ndarray | None = None  # tokens of each body piece inside a prompt
 
     @property
     def n_units(self) -> int:
@@ -250,6 +251,7 @@ def plan(spec: SplitSpec, tok: PhaseTokenizer, content: NeedleContent) -> Needle
         items=items,
         extra=assignment.extra,
         residue=assignment.residue,
+        pool_counts=pool_counts,
     )
 
 
@@ -335,7 +337,7 @@ def prompt_pieces(plan: NeedlePlan) -> PromptPieces:
             [[header], item.body[: item.split], middle, item.body[item.split :], ends[b]]
         ).astype(np.int64)
 
-    return PromptPieces(texts, frozenset({header}), row, [b for b, _ in rows])
+    return PromptPieces(texts, frozenset({header}), row, [b for b, _ in rows], plan.pool_counts)
 
 
 def _needle_runs(plan: NeedlePlan, n_items: int, head: Sequence[str]):

@@ -144,7 +144,7 @@ def prompt_pieces(p: CodePlan) -> PromptPieces:
         _, block, body = rows[i]
         return np.concatenate([[block], body])
 
-    return PromptPieces(texts, opening, row, [b for b, _, _ in rows])
+    return PromptPieces(texts, opening, row, [b for b, _, _ in rows], p.pool_counts)
 
 
 def check_spec(spec: SplitSpec, tok: PhaseTokenizer | None = None) -> None:
