@@ -125,12 +125,18 @@ def order_figures(
     for i in order:
         cached += int(lengths[i]) - (0 if previous is None else shared(previous, i))
         previous = i
-    total = int(sum(int(n) for n in lengths))
     return {
         "prefill_tokens_prefix_cache": cached,
-        "prefix_cache_saving": round(1 - cached / total, 4) if total else 0.0,
+        "prefix_cache_saving": saving(cached, {"prefill_tokens": sum(int(n) for n in lengths)}),
         "items_together": adjacent_renderings([base_ids[i] for i in order]),
     }
+
+
+def saving(cached: int, entry: dict[str, Any]) -> float:
+    """The share of ``entry``'s prefill tokens a cache that leaves ``cached`` of them saves
+    (four decimals, as the manifest states it)."""
+    total = int(entry["prefill_tokens"])
+    return round(1 - cached / total, 4) if total else 0.0
 
 
 def figures(
