@@ -281,3 +281,42 @@ def shape_problem(entry: Any) -> str | None:
 
 def _count(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def for_base_items(manifest: dict[str, Any], n_base: int, modulus: int) -> dict[str, Any]:
+    """A config's prefill figures scaled from the base items it was built with to ``n_base``
+    (what ``phasebench power`` recommends): every count times ``n_base / built``, rounded; the
+    savings are the config's own. Refuses a config of another modulus or without figures."""
+    from phasebench.errors import SplitError
+
+    spec, entry = manifest["spec"], manifest.get(MANIFEST_KEY)
+    name = manifest["config"]
+    if int(spec.get("modulus", 0)) != modulus:
+        raise SplitError(
+            f"config {name!r} has modulus {spec.get('modulus')}, not {modulus}; pass its "
+            f"--modulus or a split built at modulus {modulus}"
+        )
+    if entry is None:
+        raise SplitError(
+            f"config {name!r} states no {MANIFEST_KEY} figures (built before phasebench stated "
+            f"them); regenerate it with `phasebench generate`"
+        )
+    built = int(spec["n_base"])
+
+    def scale(count: int) -> int:
+        return (int(count) * n_base + built // 2) // built
+
+    out: dict[str, Any] = {
+        "config": name,
+        "built_n_base": built,
+        "n_base": n_base,
+        "prompts": scale(entry["prompts"]),
+        "prefill_tokens": scale(entry["prefill_tokens"]),
+    }
+    for order in ORDERS:
+        figures = entry.get(order)
+        out[order] = None if figures is None else {
+            "prefill_tokens_prefix_cache": scale(figures["prefill_tokens_prefix_cache"]),
+            "prefix_cache_saving": figures["prefix_cache_saving"],
+        }  # fmt: skip
+    return out
