@@ -165,3 +165,56 @@ def test_send_order_groups_lengths_then_sorts_by_text():
 
     # groups in the order of their first row; inside a group, descending length then text
     assert prefill.send_order(lengths, before) == [2, 4, 0, 3, 1]
+
+
+def test_power_states_the_recommended_designs_prefill(tmp_path, deepseek, capsys):
+    from phasebench.cli import main
+    from phasebench.stats import power_n_base
+
+    n = power_n_base(0.9, 0.1, 8)
+    assert main(["power", "--acc", "0.9", "--gap", "0.1"]) == 0
+    assert f"prefill: {n * 8} prompts x their length in tokens" in capsys.readouterr().out
+    specs = [SplitSpec(family="kv", length=1024, n_base=16, tokenizer="deepseek-v4",
+                       length_phases=axes) for axes in (None, "only")]  # fmt: skip
+    generate(specs, tmp_path, progress=False, tokenizer=deepseek)
+    assert main(["power", "--acc", "0.9", "--gap", "0.1", "--split", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    for name in ("kv_1024", "kv_1024_length"):
+        f = prefill.for_base_items(read_manifest(tmp_path / name), n, 8)
+        stored, served = f["stored_order"], f["lm_eval_order"]
+        assert (
+            f"  {name}: {f['prompts']:,} prompts, {f['prefill_tokens']:,} tokens without a prefix "
+            f"cache; {stored['prefill_tokens_prefix_cache']:,} with an ideal prefix cache in the "
+            f"stored order ({100 * stored['prefix_cache_saving']:.1f}% saved); "
+            f"{served['prefill_tokens_prefix_cache']:,} with an ideal prefix cache in lm-eval's "
+            f"order ({100 * served['prefix_cache_saving']:.1f}% saved)\n"
+        ) in out
+    assert main(["power", "--acc", "0.9", "--gap", "0.1", "--split", str(tmp_path)]) == 0
+    assert capsys.readouterr().out == out  # the same answer every time
+
+
+def test_scaling_to_the_built_base_items_gives_the_manifests_figures(tmp_path, deepseek):
+    _, folder = _build(tmp_path, deepseek, "niah", 1024, "crossed")
+    manifest = read_manifest(folder)
+    f, stated = prefill.for_base_items(manifest, 16, 8), manifest["prefill"]
+    assert (f["prompts"], f["prefill_tokens"]) == (stated["prompts"], stated["prefill_tokens"])
+    for order in prefill.ORDERS:
+        for key in ("prefill_tokens_prefix_cache", "prefix_cache_saving"):
+            assert f[order][key] == stated[order][key]
+    assert prefill.for_base_items(manifest, 32, 8)["prefill_tokens"] == 2 * stated["prefill_tokens"]
+
+
+def test_power_refuses_a_split_of_another_modulus_in_one_line(tmp_path, deepseek, capsys):
+    from phasebench.cli import main
+
+    spec = SplitSpec(family="kv", length=1024, n_base=16, modulus=4, tokenizer="deepseek-v4")
+    generate([spec], tmp_path, progress=False, tokenizer=deepseek)
+    code = main(["power", "--acc", "0.9", "--gap", "0.1", "--split", str(tmp_path)])
+    captured = capsys.readouterr()
+    assert code == 2 and captured.out == ""
+    assert captured.err.count("\n") == 1 and "modulus 4, not 8" in captured.err
+    _tamper(tmp_path / spec.config_name, lambda m: m.pop("prefill"))
+    code = main(["power", "--acc", "0.9", "--gap", "0.1", "--modulus", "4", "--split",
+                 str(tmp_path)])  # fmt: skip
+    captured = capsys.readouterr()
+    assert code == 2 and "states no prefill figures" in captured.err and captured.out == ""
