@@ -2,10 +2,12 @@
 
 The P renderings of a base item share every token up to the needle's pad zone, so a server
 that keeps the previous prompt's KV cache (vLLM's ``--enable-prefix-caching``, SGLang's radix
-cache) computes only the tokens after the shared prefix. The figures here are exact: they come
-from the token ids of each whole sequence, in the order the prompts are sent, counting for each
-prompt its tokens after the longest prefix it shares with the prompt sent just before it (an
-ideal cache holding one prompt; a real cache holding more can only save more).
+cache) computes only the tokens after the shared prefix. The figures are exact token counts, in
+the order the prompts are sent, counting for each prompt its tokens after the longest prefix it
+shares with the prompt sent just before it (an ideal cache holding one prompt; a real cache
+holding more can only save more). The build counts them for the manifest from the pieces a plan
+joins (:func:`plan_figures`, the fast path); ``verify`` and the tests count them again from the
+token ids of every whole sequence (:func:`exact_figures`) and compare.
 """
 
 from __future__ import annotations
