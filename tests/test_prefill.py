@@ -95,6 +95,7 @@ def _tamper(folder, change):
     path.write_text(json.dumps(manifest))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("order", prefill.ORDERS)
 def test_verify_refuses_a_changed_figure(tmp_path, deepseek, order):
     _, folder = _build(tmp_path, deepseek, "kv", 1024, "crossed")
