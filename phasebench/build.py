@@ -38,6 +38,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from tqdm.auto import tqdm
 
+from phasebench import prefill
 from phasebench._version import GENERATOR_VERSION, __version__
 from phasebench.atomic import (
     atomic_file,
@@ -327,9 +328,23 @@ def write_manifest(job: _Job, tok: PhaseTokenizer) -> Path:
         "balance": job.plan.balance(),
         "family": job.family.describe(job.plan),
     }
+    if (figures := prefill_figures(job, tok)) is not None:
+        manifest[prefill.MANIFEST_KEY] = figures
     path = job.folder / MANIFEST
     atomic_write_text(path, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     return path
+
+
+def prefill_figures(job: _Job, tok: PhaseTokenizer) -> dict | None:
+    """The manifest's prefill tokens without and with an ideal prefix cache, in the stored
+    order and in lm-eval's (:mod:`phasebench.prefill`), from the plan's pieces (the fast path,
+    no whole prompt encoded; ``verify`` re-derives them from exact ids). None for a plan that
+    does not lay its prompts out in pieces."""
+    pieces = getattr(job.plan, "prompt_pieces", None)
+    if pieces is None:
+        return None
+    generated = job.family.output_type == "generate_until"
+    return prefill.plan_figures(tok, pieces(), lm_eval_order=generated)
 
 
 def read_manifest(folder: Path | str) -> dict:
@@ -378,6 +393,8 @@ def _manifest_problem(manifest: dict) -> str | None:
         return "tokenizer needs a name and a fingerprint"
     if not manifest["files"]:
         return "files lists no data file"
+    if (problem := prefill.shape_problem(manifest.get(prefill.MANIFEST_KEY))) is not None:
+        return f"{prefill.MANIFEST_KEY} {problem}"
     for i, entry in enumerate(manifest["files"]):
         if not isinstance(entry, dict):
             return f"files[{i}] must be a mapping"

@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from tqdm.auto import tqdm
 
+from phasebench import prefill
 from phasebench.build import HASH_KEY, MANIFEST, content_hash, partial_configs, read_manifest
 from phasebench.errors import SpecError, SplitError, TokenizerError, debugging, first_line
 from phasebench.families import get_family
@@ -61,6 +62,8 @@ class Report:
     problems: list[str] = field(default_factory=list)
     #: True for a config that was not verified at all (partial: ``generate`` never finished it).
     skipped: bool = False
+    #: What was checked only in part (not a problem), e.g. prefill figures left unchecked.
+    notes: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -76,6 +79,7 @@ class Report:
         return (
             [head]
             + [f"  - {p}" for p in self.problems[:50]]
+            + [f"  note: {n}" for n in self.notes]
             + ([f"  ... and {len(self.problems) - 50} more"] if len(self.problems) > 50 else [])
         )
 
@@ -97,14 +101,16 @@ def check_fingerprint(manifest: dict, tok: PhaseTokenizer) -> None:
 _WORK: tuple | None = None
 
 
-def _check_one(row: dict) -> list[str]:
-    tok, family = _WORK  # type: ignore[misc]
+def _check_one(row: dict) -> tuple[list[str], np.ndarray | None]:
+    """The row's problems and, when the prefill figures are checked, its exact token ids."""
+    tok, family, with_ids = _WORK  # type: ignore[misc]
     try:
-        return [f"{row['id']}: {p}" for p in family.verify_row(tok, row)]
+        ids = np.asarray(tok.encode(row["prompt"]), dtype=np.int64) if with_ids else None
+        return [f"{row['id']}: {p}" for p in family.verify_row(tok, row)], ids
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
         if debugging():  # PHASEBENCH_DEBUG=1: a bug keeps its traceback
             raise
-        return [f"{ascii(row.get('id'))}: row of an unexpected shape ({type(exc).__name__})"]
+        return [f"{ascii(row.get('id'))}: row of an unexpected shape ({type(exc).__name__})"], None
 
 
 def verify_config(
@@ -187,26 +193,103 @@ def verify_config(
     if sample is not None and sample < n:
         indices = np.sort(derive_rng(0, "verify", manifest["config"]).choice(n, sample, False))
     wanted = set(indices.tolist())
-    _WORK = (tok, family)
+    claimed = manifest.get(prefill.MANIFEST_KEY)
+    prompts = _PrefillCheck(claimed, meta, family, len(wanted) == n) if claimed else None
+    _WORK = (tok, family, prompts is not None)
     bar = tqdm(
         total=len(wanted), desc=f"verify {manifest['config']}", unit="prompt", disable=not progress
     )
     try:
         selected = (row for i, row in enumerate(_stream(folder, manifest)) if i in wanted)
+        if prompts is not None:
+            selected = prompts.texts(selected)
         if num_proc > 1:
             with multiprocessing.get_context("fork").Pool(num_proc) as pool:
-                for found in pool.imap(_check_one, selected, chunksize=4):
+                for found, ids in pool.imap(_check_one, selected, chunksize=4):
                     report.problems += found
+                    if prompts is not None:
+                        prompts.add(ids)
                     bar.update()
         else:
             for row in selected:
-                report.problems += _check_one(row)
+                found, ids = _check_one(row)
+                report.problems += found
+                if prompts is not None:
+                    prompts.add(ids)
                 bar.update()
     finally:
         bar.close()
         _WORK = None
     report.checked = len(wanted)
+    if prompts is not None:
+        report.problems += prompts.problems()
+        report.notes += prompts.notes
+    elif claimed is None and not report.problems:
+        report.notes.append(f"the manifest states no {prefill.MANIFEST_KEY} figures")
     return report
+
+
+#: Prompt tokens up to which ``verify`` keeps every prompt's ids and text to re-derive the
+#: prefill figures in lm-eval's send order (beyond it, the stored order's figures only).
+MAX_ORDER_TOKENS = 1 << 24
+
+
+class _PrefillCheck:
+    """Re-derives a manifest's prefill figures from the exact ids of every whole prompt: the
+    stored order's as the prompts stream past (one previous prompt kept), lm-eval's order's from
+    every prompt's ids and text where the config has at most :data:`MAX_ORDER_TOKENS` tokens."""
+
+    def __init__(self, claimed: dict, meta: dict[str, list], family, every_row: bool) -> None:
+        self.claimed, self.every_row = claimed, every_row
+        self.base_ids = list(meta["base_id"])
+        self.generated = family.output_type == "generate_until"
+        self.keep = every_row and sum(meta["length"]) <= MAX_ORDER_TOKENS
+        self.ids: list[np.ndarray] = []
+        self.prompts: list[str] = []
+        self.lengths: list[int] = []
+        self.cached, self.previous, self.damaged = 0, None, False
+        self.notes: list[str] = []
+
+    def texts(self, rows):
+        for row in rows:
+            if self.keep and self.generated:
+                self.prompts.append(row["prompt"])
+            yield row
+
+    def add(self, ids: np.ndarray | None) -> None:
+        if ids is None:
+            self.damaged = True
+            return
+        self.lengths.append(len(ids))
+        shared = 0 if self.previous is None else prefill.shared_prefix(self.previous, ids)
+        self.cached += len(ids) - shared
+        self.previous = ids
+        if self.keep:
+            self.ids.append(ids)
+
+    def problems(self) -> list[str]:
+        key = prefill.MANIFEST_KEY
+        if not self.every_row or self.damaged:
+            self.notes.append(f"{key} figures not re-derived (not every prompt was re-encoded)")
+            return []
+        if self.keep:
+            texts = self.prompts if self.generated else None
+            found = prefill.exact_figures(self.ids, texts, self.base_ids)
+        else:
+            found = prefill.figures(self.lengths, lambda i, j: 0, None, self.base_ids)
+            found["stored_order"]["prefill_tokens_prefix_cache"] = self.cached
+            found["stored_order"]["prefix_cache_saving"] = prefill.saving(self.cached, found)
+            found["lm_eval_order"] = self.claimed.get("lm_eval_order")
+            if found["lm_eval_order"] is not None:
+                self.notes.append(
+                    f"{key}.lm_eval_order not re-derived (more than {MAX_ORDER_TOKENS:,} prompt "
+                    f"tokens: the check keeps every prompt)"
+                )
+        return [
+            f"manifest {key} {name} is {self.claimed.get(name)!r}, the exact ids give {value!r}"
+            for name, value in found.items()
+            if self.claimed.get(name) != value
+        ]
 
 
 def _config_problems(

@@ -146,6 +146,11 @@ def test_card_body_numbers_come_from_manifests(repo, generated):
             )
         ):
             assert f"| {r} | {n} | {m} | {s} |" in section
+        # prefill tokens without and with a prefix cache, as the manifest states them
+        stated = manifest["prefill"]
+        assert f"- Prefill: {stated['prompts']:,} prompts, {stated['prefill_tokens']:,} " in section
+        cached = stated["stored_order"]["prefill_tokens_prefix_cache"]
+        assert f"; {cached:,} with an ideal prefix cache in the stored order" in section
     for needle in (
         "Offset invariance",
         "Paired design",

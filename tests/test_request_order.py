@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 
+from phasebench import prefill
 from phasebench.prefill import adjacent_renderings, prefill_tokens, shared_prefix
 
 pytest.importorskip("torch")
@@ -30,7 +31,7 @@ def _send_order(tmp_path, monkeypatch, length_phases):
     split of the reference tokenizer."""
     from lm_eval.models.huggingface import HFLM
 
-    from phasebench.build import generate, iter_rows
+    from phasebench.build import generate, iter_rows, read_manifest
     from phasebench.lmeval import compat
     from phasebench.reference import weights_dir
     from phasebench.reference.model import register_auto_classes
@@ -70,14 +71,24 @@ def _send_order(tmp_path, monkeypatch, length_phases):
     )
     by_prompt = {r["prompt"]: r for r in rows}
     assert len(sent) == len(rows) and set(sent) == set(by_prompt)
-    return rows, [by_prompt[p] for p in sent]
+    # the order the manifest's lm_eval_order figures assume is the order lm-eval sent
+    position = {r["prompt"]: i for i, r in enumerate(rows)}
+
+    def before(i, j):
+        a, b = rows[i]["prompt"], rows[j]["prompt"]
+        return (a > b) - (a < b)
+
+    expected = prefill.send_order([r["length"] for r in rows], before)
+    assert [position[p] for p in sent] == expected
+    manifest = read_manifest(tmp_path / "splits" / spec.config_name)
+    return rows, [by_prompt[p] for p in sent], manifest[prefill.MANIFEST_KEY]
 
 
 @pytest.mark.slow
 def test_needle_axis_keeps_an_items_renderings_together(tmp_path, monkeypatch):
     from phasebench.tokenization import load_tokenizer
 
-    rows, sent = _send_order(tmp_path, monkeypatch, None)
+    rows, sent, stated = _send_order(tmp_path, monkeypatch, None)
     assert adjacent_renderings([r["base_id"] for r in rows])  # stored order
     assert adjacent_renderings([r["base_id"] for r in sent])  # lm-eval's order
     tok = load_tokenizer("phasebench-ref")
@@ -85,11 +96,27 @@ def test_needle_axis_keeps_an_items_renderings_together(tmp_path, monkeypatch):
     served = prefill_tokens(tok.encode(r["prompt"]) for r in sent)
     assert stored["prefill_tokens"] == served["prefill_tokens"] == len(rows) * LENGTH
     assert served["prefix_cache_saving"] > 0.3, served
+    _states(stated, stored, served)
+
+
+def _states(stated, stored, served):
+    """The manifest states the figures of both orders, the lm-eval one as lm-eval sent them."""
+    assert stated["prefill_tokens"] == served["prefill_tokens"]
+    for key, found in (("stored_order", stored), ("lm_eval_order", served)):
+        for name in ("prefill_tokens_prefix_cache", "prefix_cache_saving"):
+            assert stated[key][name] == found[name], (key, name)
 
 
 @pytest.mark.slow
 def test_length_axis_sends_an_items_renderings_in_length_groups(tmp_path, monkeypatch):
-    rows, sent = _send_order(tmp_path, monkeypatch, "only")
+    from phasebench.tokenization import load_tokenizer
+
+    rows, sent, stated = _send_order(tmp_path, monkeypatch, "only")
+    tok = load_tokenizer("phasebench-ref")
+    stored = prefill_tokens(tok.encode(r["prompt"]) for r in rows)
+    served = prefill_tokens(tok.encode(r["prompt"]) for r in sent)
+    _states(stated, stored, served)
+    assert served["prefix_cache_saving"] < stored["prefix_cache_saving"] / 2, (served, stored)
     assert adjacent_renderings([r["base_id"] for r in rows])  # stored order keeps them together
     lengths = [r["length"] for r in sent]
     # lm-eval sends one length's prompts together (each length is a batch group of its own,

@@ -53,7 +53,11 @@ OutputType = Literal["generate_until", "multiple_choice"]
 @runtime_checkable
 class SplitPlan(Protocol):
     """A config laid out without rendering it: rows come out unit by unit (a base item at every
-    phase for kv and niah, an (item, padding style) sweep for code)."""
+    phase for kv and niah, an (item, padding style) sweep for code).
+
+    A plan may also offer ``prompt_pieces()``, every row's prompt as the pieces it joins
+    (:class:`phasebench.prefill.PromptPieces`), from which the build counts the manifest's
+    prefill figures; the manifest of a plan without it states none."""
 
     spec: SplitSpec
 

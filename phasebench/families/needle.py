@@ -36,6 +36,7 @@ from phasebench.placement import (
     axis_balance,
     stratified_depths,
 )
+from phasebench.prefill import PromptPieces
 from phasebench.rng import derive_rng
 from phasebench.specs import SplitSpec
 from phasebench.tokenization import FillerTable, PhaseTokenizer, build_filler_table, check_seams
@@ -89,6 +90,7 @@ class NeedlePlan:
     items: list[ItemPlan]
     extra: np.ndarray
     residue: np.ndarray
+    pool_counts: np.ndarray | None = None  # tokens of each body piece inside a prompt
 
     @property
     def n_units(self) -> int:
@@ -137,6 +139,10 @@ class NeedlePlan:
     def render(self, base_ids: Sequence[int]) -> Iterator[dict]:
         for b in base_ids:
             yield from _render_item(self, b)
+
+    def prompt_pieces(self) -> PromptPieces:
+        """Every row's prompt as its pieces, for the manifest's prefill figures."""
+        return prompt_pieces(self)
 
 
 def check_spec(spec: SplitSpec, tok: PhaseTokenizer | None = None) -> None:
@@ -245,6 +251,7 @@ def plan(spec: SplitSpec, tok: PhaseTokenizer, content: NeedleContent) -> Needle
         items=items,
         extra=assignment.extra,
         residue=assignment.residue,
+        pool_counts=pool_counts,
     )
 
 
@@ -292,6 +299,45 @@ def _render_item(plan: NeedlePlan, b: int) -> Iterator[dict]:
             row["config_length"] = L
             row["length_phase"] = (L + more) % P
         yield row
+
+
+def prompt_pieces(plan: NeedlePlan) -> PromptPieces:
+    """The pieces of every row, in row order, as :func:`_render_item` joins them (the header
+    opens the prompt; ``tests/test_prefill.py`` checks that they join to the rows' prompts)."""
+    content, filler, P = plan.content, plan.filler, plan.spec.modulus
+    texts = list(content.pool)
+    index: dict[str, int] = {}
+
+    def piece(text: str) -> int:
+        if text not in index:
+            index[text] = len(texts)
+            texts.append(text)
+        return index[text]
+
+    header = len(texts)
+    texts.append(content.header)
+    rows: list[tuple[int, list[int]]] = []
+    ends: list[tuple[int, int]] = []
+    for item in plan.items:
+        extra, needle = int(plan.extra[item.base_id]), item.needle
+        ends.append((piece(filler.line(item.leftover - extra)), piece(needle.question)))
+        for delta, more in plan.renderings(item.base_id):
+            middle = [
+                piece(filler.line(plan.pad + extra + delta)),
+                piece(needle.lead),
+                piece(needle.keyed),
+                piece(filler.line(plan.pad + P - 1 - delta + more)),
+            ]
+            rows.append((item.base_id, middle))
+
+    def row(i: int) -> np.ndarray:
+        b, middle = rows[i]
+        item = plan.items[b]
+        return np.concatenate(
+            [[header], item.body[: item.split], middle, item.body[item.split :], ends[b]]
+        ).astype(np.int64)
+
+    return PromptPieces(texts, frozenset({header}), row, [b for b, _ in rows], plan.pool_counts)
 
 
 def _needle_runs(plan: NeedlePlan, n_items: int, head: Sequence[str]):

@@ -11,6 +11,7 @@ from typing import Any
 import jinja2
 import pyarrow as pa
 
+from phasebench import prefill
 from phasebench.build import MANIFEST
 from phasebench.families import get_family, names
 from phasebench.hub.naming import SPLIT, TEMPLATE
@@ -135,6 +136,31 @@ def family_facts(info: dict, max_items: int = 12) -> list[tuple[str, str]]:
     return facts
 
 
+def prefill_text(entry: dict | None) -> str | None:
+    """The card's prefill line for a manifest's ``prefill`` entry (None where the manifest
+    states none): prompts and tokens without a cache, and with an ideal prefix cache of the
+    previous prompt in each send order."""
+    if entry is None:
+        return None
+    text = (
+        f"{entry['prompts']:,} prompts, {entry['prefill_tokens']:,} tokens without a prefix cache"
+    )
+    for order, words in (("stored_order", "the stored order"),
+                         ("lm_eval_order", "the order lm-eval sends them")):  # fmt: skip
+        if (f := entry.get(order)) is not None:
+            apart = "" if f["items_together"] else ", an item's renderings apart"
+            text += (
+                f"; {f['prefill_tokens_prefix_cache']:,} with an ideal prefix cache in {words} "
+                f"({100 * f['prefix_cache_saving']:.1f}% saved{apart})"
+            )
+    if entry.get("lm_eval_order") is None:
+        text += (
+            "; no figure for lm-eval's order (it scores these prompts by log-likelihood, in an "
+            "order of its own)"
+        )
+    return text
+
+
 def render_card(index: dict, manifests: dict[str, dict], schemas: dict[str, pa.Schema]) -> str:
     """The whole ``README.md``: front matter from :func:`card_metadata`, body from the
     template, every figure taken from ``index``, ``manifests`` and the parquet ``schemas``."""
@@ -161,6 +187,7 @@ def render_card(index: dict, manifests: dict[str, dict], schemas: dict[str, pa.S
                 ],
                 "balance": balance,
                 "family_facts": family_facts(manifest.get("family") or {}),
+                "prefill": prefill_text(manifest.get(prefill.MANIFEST_KEY)),
             }
         )
     families = [f for f in names() if any(c["family"] == f for c in configs)]

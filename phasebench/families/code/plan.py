@@ -16,6 +16,7 @@ from phasebench.families.code.filler import filler_pool, filler_pool_size
 from phasebench.families.code.items import Item, draw_items
 from phasebench.families.code.padding import STYLE_NAMES, SWEEP, PadTable, build_pad_table
 from phasebench.placement import TOLERANCE, assign_residues, phase_stats
+from phasebench.prefill import PromptPieces
 from phasebench.rng import derive_rng
 from phasebench.specs import SplitSpec
 from phasebench.tokenization import PhaseTokenizer
@@ -73,6 +74,10 @@ class CodePlan:
         anchors, phases = self.anchors()
         return phase_stats(anchors, phases, self.spec.modulus)
 
+    def prompt_pieces(self) -> PromptPieces:
+        """Every row's prompt as its pieces, for the manifest's prefill figures."""
+        return prompt_pieces(self)
+
     def render(self, unit_ids: Sequence[int]) -> Iterator[dict]:
         spec, tok = self.spec, self.tok
         lengths, pads = self.first_length(), self.first_pad()
@@ -109,6 +114,37 @@ class CodePlan:
                     "pad_tokens": pad_tokens,
                     "config_length": spec.length,
                 }
+
+
+def prompt_pieces(p: CodePlan) -> PromptPieces:
+    """The pieces of every row, in row order, as :meth:`CodePlan.render` joins them: the
+    padding block opens the prompt, then the item's definitions, its unrelated code and its use
+    (``tests/test_prefill.py`` checks that they join to the rows' prompts)."""
+    texts = list(p.pool)
+    index: dict[tuple[bool, str], int] = {}
+
+    def piece(text: str, opening: bool = False) -> int:
+        if (opening, text) not in index:
+            index[opening, text] = len(texts)
+            texts.append(text)
+        return index[opening, text]
+
+    pads = p.first_pad()
+    rows: list[tuple[int, int, np.ndarray]] = []
+    for u in range(p.n_units):
+        item, style = p.unit(u)
+        body = np.concatenate(
+            [[piece(item.defs)], p.item_filler[item.index], [piece(item.use)]]
+        ).astype(np.int64)
+        for step in range(SWEEP):
+            rows.append((item.index, piece(p.pads[style].block(int(pads[u]) + step), True), body))
+    opening = frozenset(i for (first, _), i in index.items() if first)
+
+    def row(i: int) -> np.ndarray:
+        _, block, body = rows[i]
+        return np.concatenate([[block], body])
+
+    return PromptPieces(texts, opening, row, [b for b, _, _ in rows], p.pool_counts)
 
 
 def check_spec(spec: SplitSpec, tok: PhaseTokenizer | None = None) -> None:
