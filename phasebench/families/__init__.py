@@ -9,6 +9,9 @@ family is a new module with its ``FAMILY``, made known by :func:`register` (the 
 are known by name and imported on first use), plus what lives outside Python: its lm-eval task
 YAML (``tasks/phasebench_<name>.yaml``, or one in a folder of its own passed to lm-eval's
 ``--include_path``) and, to publish it, its data card section (``data_cards/family_<name>.md``).
+The leaderboard knows the tasks of the families known here, so a submission of a registered
+family's task is validated, scored and shown like a built-in one (its validating processes
+import the registered modules by name, :func:`adopt`; a submission never names code to run).
 ``tests/test_families.py`` runs such a fourth family through every step.
 """
 
@@ -33,6 +36,8 @@ __all__ = [
     "DEFAULT_N_BASE",
     "Family",
     "SplitPlan",
+    "adopt",
+    "declarations",
     "get_family",
     "names",
     "paired_unit",
@@ -216,6 +221,25 @@ def unregister(name: str) -> None:
     if found is not None:
         _LOADED.remove(found)
     _MODULES.pop(name, None)
+
+
+def declarations() -> dict[str, str]:
+    """Family name -> the module that declares it, for every family registered here that is not
+    built in: what another process of this phasebench needs to know the same families
+    (:func:`adopt`; the leaderboard's validating processes)."""
+    return {name: module for name, module in _MODULES.items() if name not in BUILTIN}
+
+
+def adopt(modules: Mapping[str, str]) -> None:
+    """Know the families another process of this phasebench registered (its
+    :func:`declarations`): each module not yet imported is imported by name, which registers its
+    family as it did there. Only for a mapping the program made from its own registry, never one
+    read from a file or a submission (that would run code it names)."""
+    for name, module in modules.items():
+        if name not in _LOADED:
+            importlib.import_module(module)
+        if name not in _LOADED:
+            raise SpecError(f"module {module!r} does not declare the family {name!r}")
 
 
 def get_family(spec: SplitSpec | str) -> Family:
