@@ -86,6 +86,10 @@ def _option(command: str, flag: str) -> argparse.Action:
         ("demo", "--length", reference.EVAL_LENGTH),
         ("reference evaluate", "--length", reference.EVAL_LENGTH),
         ("reference sweep", "--length", reference.SWEEP_LENGTH),
+        ("generate", "--num-proc", 1),
+        ("verify", "--num-proc", 1),
+        ("reference train", "--threads", 1),
+        ("reference evaluate", "--threads", 1),
     ],
 )
 def test_defaults_are_read_from_their_homes(command, flag, home):
@@ -107,6 +111,8 @@ def test_each_shared_option_has_one_type_everywhere():
         "--length": {"positive_int"},
         "--modulus": {"positive_int"},
         "--quiet": {None},
+        "--num-proc": {"positive_int"},
+        "--threads": {"positive_int"},
     }
 
 

@@ -1,12 +1,13 @@
 """Options and argument types shared by several commands, each defined once (parsing only).
 
-Each shared option (``--out``, ``--seed``, ``--n-base``, ``--length``, ``--modulus``, ``--quiet``)
-is one small function that adds it to a command's parser: its name, its type and its default are
-declared here, the default read from the module where the fact lives (the split's defaults from
-:class:`phasebench.specs.SplitSpec`, the statistics seed from :mod:`phasebench.metrics`). A
-command passes its own help text, and ``required=`` or a ``default=`` read from another home (the
-reference models' sizes in :mod:`phasebench.reference`) where it genuinely differs; no command
-module calls ``add_argument`` for one of these names (``tests/test_cli_options.py``)."""
+Each shared option (``--out``, ``--seed``, ``--n-base``, ``--length``, ``--modulus``, ``--quiet``,
+``--num-proc``, ``--threads``) is one small function that adds it to a command's parser: its
+name, its type and its default are declared here, the default read from the module where the
+fact lives (the split's defaults from :class:`phasebench.specs.SplitSpec`, the statistics seed
+from :mod:`phasebench.metrics`). A command passes its own help text, and ``required=`` or a
+``default=`` read from another home (the reference models' sizes in :mod:`phasebench.reference`)
+where it genuinely differs; no command module calls ``add_argument`` for one of these names
+(``tests/test_cli_options.py``)."""
 
 from __future__ import annotations
 
@@ -66,7 +67,16 @@ def positive_float(text: str) -> float:
 
 
 #: The options declared here; command modules never ``add_argument`` one of them themselves.
-SHARED = ("--out", "--seed", "--n-base", "--length", "--modulus", "--quiet")
+SHARED = (
+    "--out",
+    "--seed",
+    "--n-base",
+    "--length",
+    "--modulus",
+    "--quiet",
+    "--num-proc",
+    "--threads",
+)
 
 
 def quiet(parser: argparse.ArgumentParser, what: str = "no progress bar") -> None:
@@ -134,3 +144,15 @@ def modulus(parser: argparse.ArgumentParser, help: str = "phase modulus") -> Non
     from phasebench.specs import DEFAULT_MODULUS
 
     parser.add_argument("--modulus", type=positive_int, default=DEFAULT_MODULUS, help=help)
+
+
+def num_proc(parser: argparse.ArgumentParser, help: str) -> None:
+    """``--num-proc``: worker processes, >= 1, by default one (any number gives the same bytes:
+    the work is cut by stable keys, not by the number of workers)."""
+    parser.add_argument("--num-proc", type=positive_int, default=1, help=help)
+
+
+def threads(parser: argparse.ArgumentParser, help: str) -> None:
+    """``--threads``: torch threads, >= 1, by default one (what reproduces a reference model's
+    training bit for bit)."""
+    parser.add_argument("--threads", type=positive_int, default=1, help=help)

@@ -65,9 +65,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     _args.seed(gen, "seed of every random stream")
     gen.add_argument("--haystack", default=None, help="niah: a UTF-8 text file to use as haystack")
     _args.out(gen, "output folder (one sub-folder per config)", required=True)
-    gen.add_argument(
-        "--num-proc", type=_args.positive_int, default=1, help="worker processes (same bytes)"
-    )
+    _args.num_proc(gen, "worker processes (same bytes)")
     gen.add_argument(
         "--shard",
         type=_args.shard,

@@ -41,9 +41,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="optimizer steps (default: those of the committed weights)",
     )
     _args.seed(tr, "training seed", default=None)  # None: the training settings' own
-    tr.add_argument(
-        "--threads", type=_args.positive_int, default=1, help="torch threads (1 reproduces)"
-    )
+    _args.threads(tr, "torch threads (1 reproduces)")
     _args.out(tr, "folder for <variant>/ (default: shipped weights)")
     _args.quiet(tr, "no loss lines")
     tr.set_defaults(run=_train)
@@ -55,7 +53,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("model", help="a reference model folder")
     _args.length(ev, "kv prompt length", default=EVAL_LENGTH)
     _args.n_base(ev, "base items (x 8 phases)", default=DEMO_N_BASE)
-    ev.add_argument("--threads", type=_args.positive_int, default=1, help="torch threads")
+    _args.threads(ev, "torch threads")
     ev.set_defaults(run=_evaluate)
 
     sw = actions.add_parser(
