@@ -34,6 +34,7 @@ from phasebench.reference import (
     sweep_variant,
     weights_dir,
 )
+from phasebench.specs import DEFAULT_SEED
 
 Events = Callable[[str], None]
 
@@ -94,7 +95,7 @@ def run_sweep(
     n_base: int = SWEEP_N_BASE,
     length: int = SWEEP_LENGTH,
     strides: tuple[int, ...] = SWEEP_STRIDES,
-    seed: int = 0,
+    seed: int = DEFAULT_SEED,
     train_missing: bool = True,
     on_event: Events | None = None,
 ) -> dict[str, Any]:

@@ -84,15 +84,6 @@ def quiet(parser: argparse.ArgumentParser, what: str = "no progress bar") -> Non
     parser.add_argument("--quiet", action="store_true", help=what)
 
 
-def _split_default(name: str):
-    """The default of :class:`~phasebench.specs.SplitSpec`'s field ``name``."""
-    import dataclasses
-
-    from phasebench.specs import SplitSpec
-
-    return next(f.default for f in dataclasses.fields(SplitSpec) if f.name == name)
-
-
 def out(
     parser: argparse.ArgumentParser,
     help: str,
@@ -109,10 +100,13 @@ _SPLIT = object()
 
 
 def seed(parser: argparse.ArgumentParser, help: str, *, default: object = _SPLIT) -> None:
-    """``--seed``: a seed >= 0, by default the split's (``SplitSpec.seed``); ``report`` passes
-    :data:`phasebench.metrics.SEED`, ``reference train`` ``None`` (the training settings' own)."""
+    """``--seed``: a seed >= 0, by default the split's (:data:`phasebench.specs.DEFAULT_SEED`);
+    ``report`` passes :data:`phasebench.metrics.SEED`, ``reference train`` ``None`` (the
+    training settings' own)."""
     if default is _SPLIT:
-        default = _split_default("seed")
+        from phasebench.specs import DEFAULT_SEED
+
+        default = DEFAULT_SEED
     parser.add_argument("--seed", type=non_negative_int, default=default, help=help)
 
 

@@ -103,7 +103,7 @@ def _train(args: argparse.Namespace) -> int:
     for out in outs.values():  # refuse a folder train would not replace before any training
         check_replaceable(out, MARKER)
     for variant in variants:
-        settings = settings_for(variant) if args.seed is None else settings_for(variant, args.seed)
+        settings = settings_for(variant, args.seed)
         if args.steps is not None:
             settings = dataclasses.replace(settings, steps=args.steps)
         train(variant, outs[variant], settings, on_loss=log(variant))

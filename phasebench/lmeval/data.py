@@ -23,7 +23,7 @@ from phasebench._version import GENERATOR_VERSION
 from phasebench.atomic import remove_entry, staged_folder
 from phasebench.errors import EvalError, SpecError, SplitError, TokenizerError
 from phasebench.families import get_family
-from phasebench.specs import DEFAULT_MODULUS, TOKENIZER_ARG_NAMES, SplitSpec
+from phasebench.specs import DEFAULT_MODULUS, DEFAULT_SEED, TOKENIZER_ARG_NAMES, SplitSpec
 from phasebench.tokenization import (
     PhaseTokenizer,
     encoding_difference,
@@ -129,7 +129,7 @@ def split_specs(family: str, kwargs: Mapping[str, Any]) -> list[SplitSpec]:
             length=length,
             modulus=_integer(kwargs, "phase_modulus", DEFAULT_MODULUS),
             n_base=_n_base(family, kwargs.get("n_base")),
-            seed=_integer(kwargs, "seed", 0),
+            seed=_integer(kwargs, "seed", DEFAULT_SEED),
             tokenizer=name,
             tokenizer_args=tuple((k, str(v)) for k, v in args.items()),
             # a family that sweeps its prompt length already (code) ignores the axis knobs

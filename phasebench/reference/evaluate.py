@@ -12,8 +12,10 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
+from phasebench.metrics import SEED
 from phasebench.reference import DEMO_N_BASE, EVAL_LENGTH
 from phasebench.reference.model import PhaseRefModel
+from phasebench.specs import DEFAULT_MODULUS, DEFAULT_SEED
 from phasebench.tokenization import PhaseTokenizer
 
 
@@ -58,7 +60,7 @@ def phase_accuracy(rows: Sequence[dict], correct: Sequence[int], modulus: int) -
 
 
 def evaluate_folder(
-    folder, length: int = EVAL_LENGTH, n_base: int = DEMO_N_BASE, seed: int = 0
+    folder, length: int = EVAL_LENGTH, n_base: int = DEMO_N_BASE, seed: int = DEFAULT_SEED
 ) -> dict:
     """Phase profile of a saved model on a freshly generated ``kv`` config for its tokenizer."""
     from pathlib import Path
@@ -83,12 +85,14 @@ def evaluate_folder(
     }
 
 
-def phase_summary(result: dict, seed: int = 0):
-    """``phasebench.stats.summarize`` of an :func:`evaluate_folder` result (8 phases)."""
+def phase_summary(result: dict, seed: int = SEED):
+    """``phasebench.stats.summarize`` of an :func:`evaluate_folder` result (its split's
+    default modulus, :data:`~phasebench.specs.DEFAULT_MODULUS`, phases), ``seed`` the
+    statistics' own."""
     from phasebench.stats import phase_matrix, summarize
 
     rows = result["rows"]
     matrix = phase_matrix(
-        [r["base_id"] for r in rows], [r["phase"] for r in rows], result["correct"], 8
+        [r["base_id"] for r in rows], [r["phase"] for r in rows], result["correct"], DEFAULT_MODULUS
     )
     return summarize(matrix, seed=seed)

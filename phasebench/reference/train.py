@@ -61,14 +61,16 @@ SETTINGS_OVERRIDES: dict[str, dict] = {
 }
 
 
-def settings_for(variant: str, seed: int = 0) -> TrainSettings:
+def settings_for(variant: str, seed: int | None = None) -> TrainSettings:
     """The settings ``phasebench reference train VARIANT`` uses (those of the committed weights):
-    the shared recipe, except for the variants of :data:`SETTINGS_OVERRIDES`."""
+    the shared recipe, except for the variants of :data:`SETTINGS_OVERRIDES`; ``seed`` replaces
+    the recipe's own (:attr:`TrainSettings.seed`) when given."""
     if variant not in VARIANTS:
         raise PhasebenchError(
             f"unknown reference variant {variant!r}; expected one of {', '.join(VARIANTS)}"
         )
-    return replace(TrainSettings(seed=seed), **SETTINGS_OVERRIDES.get(variant, {}))
+    settings = TrainSettings() if seed is None else TrainSettings(seed=seed)
+    return replace(settings, **SETTINGS_OVERRIDES.get(variant, {}))
 
 
 def make_model(variant: str, settings: TrainSettings) -> PhaseRefModel:
