@@ -183,3 +183,12 @@ def test_the_seed_scan_finds_a_number():
     source = "def f(a, seed: int = 0):\n    pass\nclass S:\n    seed: int = 3\n"
     source += "def g(seed=None):\n    pass\n"
     assert _numeric_seed_defaults(source) == [(1, "f"), (4, "S")]
+
+
+def test_probe_help_names_the_strides_the_default_modulus_covers():
+    divisors = [s for s in range(2, DEFAULT_MODULUS + 1) if DEFAULT_MODULUS % s == 0]
+    shown = _option("probe", "--modulus").help
+    assert (
+        shown
+        == f"phase modulus P ({DEFAULT_MODULUS} covers strides {', '.join(map(str, divisors))})"
+    )

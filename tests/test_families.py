@@ -222,6 +222,21 @@ def test_a_fourth_family_generates_and_verifies(locker, tmp_path):
         SplitSpec(family=NAME, length=0)
 
 
+def test_generate_help_reads_each_familys_own_n_base(locker, capsys):
+    """``generate --help`` states each family's own ``n_base`` from its declaration (the code
+    family's sweep from its padding styles and lengths), the throwaway family's too."""
+    from phasebench.families.code import STYLES, SWEEP
+
+    assert main(["generate", "--help"]) == 0
+    shown = " ".join(capsys.readouterr().out.split())
+    code = families.get_family("code")
+    assert (
+        f"(default: the family's own, {families.DEFAULT_N_BASE} for kv and niah; 8 for {NAME}; "
+        f"code: {code.default_n_base} items, each swept over {len(STYLES)} padding styles x "
+        f"{SWEEP} lengths)"
+    ) in shown
+
+
 def test_a_forgotten_family_is_unknown_again(locker):
     families.unregister(NAME)
     with pytest.raises(SpecError, match="must be one of kv, niah, code \\(got 'locker'\\)"):

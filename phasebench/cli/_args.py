@@ -12,6 +12,7 @@ where it genuinely differs; no command module calls ``add_argument`` for one of 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 
 
 def positive_int(text: str) -> int:
@@ -66,6 +67,18 @@ def positive_float(text: str) -> float:
     return value
 
 
+class Shown:
+    """Text computed when a help is shown, for a help that quotes facts whose home is costly to
+    import (a family's declaration imports its generator): set it as an attribute of the action
+    and name it in the help, ``%(name)s``, so argparse formats it only for ``--help``."""
+
+    def __init__(self, text: Callable[[], str]) -> None:
+        self._text = text
+
+    def __str__(self) -> str:
+        return self._text()
+
+
 #: The options declared here; command modules never ``add_argument`` one of them themselves.
 SHARED = (
     "--out",
@@ -110,10 +123,12 @@ def seed(parser: argparse.ArgumentParser, help: str, *, default: object = _SPLIT
     parser.add_argument("--seed", type=non_negative_int, default=default, help=help)
 
 
-def n_base(parser: argparse.ArgumentParser, help: str, *, default: int | None = None) -> None:
+def n_base(
+    parser: argparse.ArgumentParser, help: str, *, default: int | None = None
+) -> argparse.Action:
     """``--n-base``: base items per config, >= 1; ``None`` leaves it to the family
     (:attr:`phasebench.families.Family.default_n_base`)."""
-    parser.add_argument("--n-base", type=positive_int, default=default, help=help)
+    return parser.add_argument("--n-base", type=positive_int, default=default, help=help)
 
 
 def length(

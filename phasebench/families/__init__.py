@@ -102,7 +102,9 @@ class Family:
     :attr:`phasebench.specs.SplitSpec.renderings`); ``extra_prompt_tokens``, tokens a prompt
     holds beyond ``length`` (for the budget and memory estimates); ``min_length`` and
     ``default_lengths`` of ``length`` (a family whose ``length`` may be left out has
-    ``(0,)``); ``anchor_is_answer``: the anchor is the first answer token, after the whole
+    ``(0,)``); ``item_rendering``: how one base item's ``rows_per_item`` rows come about, as
+    ``phasebench generate --help`` shows it (``"swept over 4 padding styles x 16 lengths"``);
+    ``anchor_is_answer``: the anchor is the first answer token, after the whole
     prompt (else it is the token holding character ``key_char`` of the prompt);
     ``no_phase_axes``: None where the length-phase axis and phase subsets apply, else why they
     do not (said when a spec asks for them); ``takes_haystack``: a ``--haystack`` text applies;
@@ -125,6 +127,7 @@ class Family:
     extra_prompt_tokens: int = 0
     min_length: int = MIN_LENGTH
     default_lengths: tuple[int, ...] = ()
+    item_rendering: str = ""
     anchor_is_answer: bool = False
     no_phase_axes: str | None = None
     takes_haystack: bool = False
