@@ -97,7 +97,8 @@ def check_fingerprint(manifest: dict, tok: PhaseTokenizer) -> None:
 _WORK: tuple | None = None
 
 
-def _check_one(row: dict) -> list[str]:
+def _row_problems(row: dict) -> list[str]:
+    """The exact-path problems of one row, each named by the row's id (a worker's task)."""
     tok, family = _WORK  # type: ignore[misc]
     try:
         return [f"{row['id']}: {p}" for p in family.verify_row(tok, row)]
@@ -195,12 +196,12 @@ def verify_config(
         selected = (row for i, row in enumerate(_stream(folder, manifest)) if i in wanted)
         if num_proc > 1:
             with multiprocessing.get_context("fork").Pool(num_proc) as pool:
-                for found in pool.imap(_check_one, selected, chunksize=4):
+                for found in pool.imap(_row_problems, selected, chunksize=4):
                     report.problems += found
                     bar.update()
         else:
             for row in selected:
-                report.problems += _check_one(row)
+                report.problems += _row_problems(row)
                 bar.update()
     finally:
         bar.close()

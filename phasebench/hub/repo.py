@@ -68,7 +68,7 @@ class _Source:
         ]
 
 
-def _check_parquet(path: Path, entry: dict, where: str, deep: bool) -> list[str]:
+def _parquet_problems(path: Path, entry: dict, where: str, deep: bool) -> list[str]:
     """Problems of one data file against its manifest entry (rows and content hash)."""
     if not path.is_file():
         return [f"{where}: missing"]
@@ -105,7 +105,7 @@ def _collect(generated: Sequence[Path | str]) -> list[_Source]:
             problems = [
                 p
                 for src, _, entry in source.files()
-                for p in _check_parquet(src, entry, str(src), deep=True)
+                for p in _parquet_problems(src, entry, str(src), deep=True)
             ]
             if problems:
                 raise HubError(
@@ -386,7 +386,7 @@ def repo_problems(repo_dir: Path | str, *, deep: bool = True) -> list[str]:
             if path.is_symlink() or (path.is_file() and path.stat().st_size != f["size"]):
                 problems.append(f"{f['path']}: not the {f['size']}-byte file the index lists")
                 continue
-            found = _check_parquet(path, entry, f["path"], deep=deep)
+            found = _parquet_problems(path, entry, f["path"], deep=deep)
             if not found and file_sha256(path) != f["sha256"]:
                 found.append(f"{f['path']}: file bytes differ from the index")
             problems += found
