@@ -198,7 +198,7 @@ def run_demo(
     say(f"[4/{STEPS}] leaderboard: pack, validate, score, render")
     site = _build_site(out, runs_dir, variants)
     submission = out / SUBMISSION_TEMPLATE
-    atomic_write_text(submission, submission_template())
+    atomic_write_text(submission, _submission_template())
     say(f"done in {time.monotonic() - clock:.0f} s")
     return {
         "submission": str(submission),
@@ -220,7 +220,7 @@ SUBMISSION_TEMPLATE = "submission.yaml"
 TEMPLATE_REVISION = "0" * 40
 
 
-def submission_template() -> str:
+def _submission_template() -> str:
     """A ``submission.yaml`` for :data:`NEXT_MODEL` run as :func:`next_commands` runs it; every
     field says what a submission states (``leaderboard/README.md``)."""
     import yaml

@@ -372,7 +372,7 @@ def validate_all(
         own_folder(cache / "splits", cache)  # a link there is never followed out of the cache
     tasks = dict(tasks) if tasks is not None else known_tasks()
     limits = limits or Limits()
-    jobs = jobs or default_jobs()
+    jobs = jobs or _default_jobs()
     outcome = Outcome()
     folders, problems = submission_folders(root)
     outcome.refused.extend((p.file, [p]) for p in problems)
@@ -455,7 +455,7 @@ def _shared_tokenizers(folders: list[Path]) -> Iterator[None]:
             os.environ[warm.ENV] = before
 
 
-def default_jobs() -> int:
+def _default_jobs() -> int:
     """Validating processes at once: the cores this process may run on."""
     try:
         return max(1, len(os.sched_getaffinity(0)))

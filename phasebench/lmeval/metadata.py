@@ -85,7 +85,7 @@ OTHER_KEYS = (
 NEAR_MISS = 0.84
 
 
-def known_keys() -> tuple[str, ...]:
+def _known_keys() -> tuple[str, ...]:
     return (*(k.name for k in knobs()), *OTHER_KEYS)
 
 
@@ -94,7 +94,7 @@ def check_keys(keys: Iterable[str], *, strict: bool) -> None:
     key (``phasebench eval``, which sees ``--metadata`` alone); otherwise only a near miss of a
     knob (:data:`NEAR_MISS`), since lm-eval mixes the model arguments in."""
     names = [k.name for k in knobs()]
-    known = set(known_keys())
+    known = set(_known_keys())
     for key in keys:
         if key in known:
             continue

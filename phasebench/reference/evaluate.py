@@ -20,7 +20,7 @@ from phasebench.tokenization import PhaseTokenizer
 
 
 @torch.no_grad()
-def greedy_answers(
+def _greedy_answers(
     model: PhaseRefModel,
     tok: PhaseTokenizer,
     prompts: Sequence[str],
@@ -47,12 +47,12 @@ def greedy_answers(
     return out
 
 
-def prefix_match(generation: str, answer: str) -> int:
+def _prefix_match(generation: str, answer: str) -> int:
     """1 when the stripped generation starts with the gold answer."""
     return int(generation.strip().startswith(answer.strip()))
 
 
-def phase_accuracy(rows: Sequence[dict], correct: Sequence[int], modulus: int) -> np.ndarray:
+def _phase_accuracy(rows: Sequence[dict], correct: Sequence[int], modulus: int) -> np.ndarray:
     """Accuracy per phase (fractions)."""
     phases = np.array([r["phase"] for r in rows])
     c = np.asarray(correct, dtype=float)
@@ -74,9 +74,9 @@ def evaluate_folder(
     tok = load_tokenizer(str(folder))
     spec = SplitSpec(family="kv", length=length, n_base=n_base, seed=seed, tokenizer=str(folder))
     rows = list(kv.prepare(spec, tok).render(range(n_base)))
-    gens = greedy_answers(model, tok, [r["prompt"] for r in rows])
-    correct = [prefix_match(g, r["answer"]) for g, r in zip(gens, rows, strict=True)]
-    acc = phase_accuracy(rows, correct, spec.modulus)
+    gens = _greedy_answers(model, tok, [r["prompt"] for r in rows])
+    correct = [_prefix_match(g, r["answer"]) for g, r in zip(gens, rows, strict=True)]
+    acc = _phase_accuracy(rows, correct, spec.modulus)
     return {
         "model": str(folder),
         "rows": rows,

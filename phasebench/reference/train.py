@@ -97,7 +97,7 @@ def make_model(variant: str, settings: TrainSettings) -> PhaseRefModel:
     return model
 
 
-def answer_loss(model: PhaseRefModel, batch: data.Batch) -> torch.Tensor:
+def _answer_loss(model: PhaseRefModel, batch: data.Batch) -> torch.Tensor:
     """Cross-entropy on answer tokens only (logits computed only where they are needed)."""
     h = model.hidden(batch.input_ids)[:, :-1]
     target = batch.labels[:, 1:]
@@ -145,7 +145,7 @@ def _train(
     running = 0.0
     for step in range(settings.steps):
         batch = next(stream)
-        loss = answer_loss(model, batch)
+        loss = _answer_loss(model, batch)
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
