@@ -32,7 +32,7 @@ from phasebench.atomic import (
 )
 from phasebench.errors import DependencyError
 from phasebench.reference import DEMO_N_BASE, EVAL_LENGTH
-from phasebench.specs import DEFAULT_MODULUS
+from phasebench.specs import DEFAULT_MODULUS, DEFAULT_SEED
 
 #: Models the demo evaluates, in display order: the matched negative control ``mean-w1s1`` (the
 #: compressed models' own code at window 1, stride 1), full attention, then the compressed ones.
@@ -79,7 +79,7 @@ def model_name(variant: str) -> str:
 
 
 def generate_split(
-    out: Path, length: int, n_base: int, seed: int = 0, modulus: int = DEFAULT_MODULUS
+    out: Path, length: int, n_base: int, seed: int = DEFAULT_SEED, modulus: int = DEFAULT_MODULUS
 ) -> Path:
     """The demo's ``kv`` config for the reference tokenizer (the same for every variant)."""
     from phasebench.build import generate
@@ -158,7 +158,7 @@ def run_demo(
     length: int = EVAL_LENGTH,
     variants: tuple[str, ...] = DEMO_VARIANTS,
     on_event: Events | None = None,
-    seed: int = 0,
+    seed: int = DEFAULT_SEED,
 ) -> dict[str, Any]:
     """The whole pipeline; returns the paths it wrote and the report. ``seed`` is the
     evaluation split's seed (the models were trained on other seeds, see
@@ -198,7 +198,7 @@ def run_demo(
     say(f"[4/{STEPS}] leaderboard: pack, validate, score, render")
     site = _build_site(out, runs_dir, variants)
     submission = out / SUBMISSION_TEMPLATE
-    atomic_write_text(submission, submission_template())
+    atomic_write_text(submission, _submission_template())
     say(f"done in {time.monotonic() - clock:.0f} s")
     return {
         "submission": str(submission),
@@ -220,7 +220,7 @@ SUBMISSION_TEMPLATE = "submission.yaml"
 TEMPLATE_REVISION = "0" * 40
 
 
-def submission_template() -> str:
+def _submission_template() -> str:
     """A ``submission.yaml`` for :data:`NEXT_MODEL` run as :func:`next_commands` runs it; every
     field says what a submission states (``leaderboard/README.md``)."""
     import yaml

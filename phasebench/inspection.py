@@ -26,7 +26,7 @@ def visible(text: str) -> str:
     return _UNSAFE.sub(lambda m: ascii(m.group())[1:-1], text)
 
 
-def balance_table(manifest: dict) -> pd.DataFrame:
+def _balance_table(manifest: dict) -> pd.DataFrame:
     """Per-phase count, anchor mean and std, as the manifest records them."""
     bal = manifest["balance"]
     return pd.DataFrame(
@@ -39,7 +39,7 @@ def balance_table(manifest: dict) -> pd.DataFrame:
     ).set_index("phase")
 
 
-def highlight(row: dict, context: int = 240, color: bool = True) -> str:
+def _highlight(row: dict, context: int = 240, color: bool = True) -> str:
     """The prompt around the needle (and its end), the needle marked."""
     prompt = row["prompt"]
     start = row.get("key_char", -1)
@@ -102,10 +102,10 @@ def _describe(manifest: dict, row: dict, color: bool) -> str:
         f"(phase {row['phase']} mod {row['phase_modulus']}), question at {row['question_index']}, "
         f"answer {row['answer']!r}",
         "",
-        highlight(row, color=color),
+        _highlight(row, color=color),
         "",
         f"balance (anchor mean {bal['anchor_mean']}, std {bal['anchor_std']}; largest per-phase "
         f"deviation: mean {bal['max_mean_deviation']}, std {bal['max_std_deviation']} tokens)",
-        balance_table(manifest).to_string(),
+        _balance_table(manifest).to_string(),
     ]
     return "\n".join(head)

@@ -29,6 +29,9 @@ MAX_LENGTH = 4 * 1024 * 1024
 #: The phase modulus P when none is asked for (covers strides 1, 2, 4 and 8); every other
 #: default modulus (the command line, the lm-eval tasks, the probe) reads it from here.
 DEFAULT_MODULUS = 8
+#: The seed of a split's random streams when none is given (the data seed, not the statistics'
+#: :data:`phasebench.metrics.SEED`); every other default data seed reads it from here.
+DEFAULT_SEED = 0
 
 #: Budget of one config, checked when a spec is made, before anything is planned: its rows and
 #: its prompt tokens (rows x prompt length). The largest documented config, 128K tokens x 256
@@ -80,7 +83,7 @@ class SplitSpec:
     length: int
     modulus: int = DEFAULT_MODULUS
     n_base: int = DEFAULT_N_BASE
-    seed: int = 0
+    seed: int = DEFAULT_SEED
     tokenizer: str = "deepseek-v4"
     tokenizer_args: tuple[tuple[str, str], ...] = ()
     haystack: str | None = None

@@ -34,16 +34,17 @@ from phasebench.reference import (
     sweep_variant,
     weights_dir,
 )
+from phasebench.specs import DEFAULT_SEED
 
 Events = Callable[[str], None]
 
 
-def sweep_models(strides: tuple[int, ...] = SWEEP_STRIDES) -> tuple[str, ...]:
+def _sweep_models(strides: tuple[int, ...] = SWEEP_STRIDES) -> tuple[str, ...]:
     """The control first, then one model per stride, in stride order."""
     return (CONTROL, *(sweep_variant(s) for s in strides))
 
 
-def model_folders(
+def _model_folders(
     out: Path, variants: tuple[str, ...], train_missing: bool, on_event: Events | None = None
 ) -> dict[str, Path]:
     """Each variant's model folder: the committed weights, or ``out/models/<variant>`` (trained
@@ -94,7 +95,7 @@ def run_sweep(
     n_base: int = SWEEP_N_BASE,
     length: int = SWEEP_LENGTH,
     strides: tuple[int, ...] = SWEEP_STRIDES,
-    seed: int = 0,
+    seed: int = DEFAULT_SEED,
     train_missing: bool = True,
     on_event: Events | None = None,
 ) -> dict[str, Any]:
@@ -110,9 +111,9 @@ def run_sweep(
     out = make_folder(Path(out))
     runs_dir = out / "lm_eval"
     check_replaceable(runs_dir, RUNS_MARKER)  # before any work: never replace a foreign folder
-    variants = sweep_models(strides)
+    variants = _sweep_models(strides)
     say(f"[1/4] models: {', '.join(variants)}")
-    folders = model_folders(out, variants, train_missing, on_event)
+    folders = _model_folders(out, variants, train_missing, on_event)
     say(f"[2/4] kv split: {n_base} base items x {SWEEP_MODULUS} phases at {length} tokens")
     splits = generate_split(out / "splits", length, n_base, seed=seed, modulus=SWEEP_MODULUS)
     say(f"[3/4] lm-eval on {len(variants)} models (hf backend, phasebench_kv)")

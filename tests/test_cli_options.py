@@ -12,7 +12,7 @@ import pytest
 
 from phasebench import metrics, reference
 from phasebench.cli import _args, build_parser, main
-from phasebench.specs import DEFAULT_MODULUS, SplitSpec
+from phasebench.specs import DEFAULT_MODULUS, DEFAULT_SEED, SplitSpec
 
 CLI = Path(_args.__file__).parent
 SPLIT_SEED = next(f.default for f in dataclasses.fields(SplitSpec) if f.name == "seed")
@@ -86,6 +86,10 @@ def _option(command: str, flag: str) -> argparse.Action:
         ("demo", "--length", reference.EVAL_LENGTH),
         ("reference evaluate", "--length", reference.EVAL_LENGTH),
         ("reference sweep", "--length", reference.SWEEP_LENGTH),
+        ("generate", "--num-proc", 1),
+        ("verify", "--num-proc", 1),
+        ("reference train", "--threads", 1),
+        ("reference evaluate", "--threads", 1),
     ],
 )
 def test_defaults_are_read_from_their_homes(command, flag, home):
@@ -107,6 +111,8 @@ def test_each_shared_option_has_one_type_everywhere():
         "--length": {"positive_int"},
         "--modulus": {"positive_int"},
         "--quiet": {None},
+        "--num-proc": {"positive_int"},
+        "--threads": {"positive_int"},
     }
 
 
@@ -116,3 +122,73 @@ def test_a_bad_modulus_is_refused_alike_by_every_command(command, capsys):
     err = capsys.readouterr().err.strip()
     assert err.splitlines() == [err]
     assert "argument --modulus: must be >= 1 (got 0)" in err
+
+
+#: The one seed written as a number outside its home: the reference models' training recipe.
+OWN_SEEDS = {("phasebench/reference/train.py", "TrainSettings")}
+
+
+def _is_number(node: ast.AST | None) -> bool:
+    return isinstance(node, ast.Constant) and type(node.value) in (int, float)
+
+
+def _numeric_seed_defaults(source: str) -> list[tuple[int, str]]:
+    """``(line, where)`` of every parameter or class field named ``seed`` whose default is a
+    number written there rather than read from a home."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            args = node.args
+            pairs = list(
+                zip(args.args[len(args.args) - len(args.defaults) :], args.defaults, strict=True)
+            )
+            pairs += [
+                (a, d)
+                for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True)
+                if d is not None
+            ]
+            for arg, value in pairs:
+                if arg.arg == "seed" and _is_number(value):
+                    found.append((value.lineno, node.name))
+        if isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if (
+                    isinstance(item, ast.AnnAssign)
+                    and isinstance(item.target, ast.Name)
+                    and item.target.id == "seed"
+                    and _is_number(item.value)
+                ):
+                    found.append((item.lineno, node.name))
+    return found
+
+
+def test_seed_defaults_are_read_from_their_homes():
+    """A split's seed defaults to :data:`phasebench.specs.DEFAULT_SEED`, the statistics' to
+    :data:`phasebench.metrics.SEED` (two facts, two homes); no function or class writes a
+    default seed as a number of its own."""
+    assert SPLIT_SEED == DEFAULT_SEED == 0 and metrics.SEED == 0
+    package = CLI.parent
+    offenders, own = [], set()
+    for path in sorted(package.rglob("*.py")):
+        where = path.relative_to(package.parent).as_posix()
+        for line, name in _numeric_seed_defaults(path.read_text(encoding="utf-8")):
+            if (where, name) in OWN_SEEDS:
+                own.add((where, name))
+            else:
+                offenders.append(f"{where}:{line}: {name}")
+    assert offenders == [] and own == OWN_SEEDS, offenders
+
+
+def test_the_seed_scan_finds_a_number():
+    source = "def f(a, seed: int = 0):\n    pass\nclass S:\n    seed: int = 3\n"
+    source += "def g(seed=None):\n    pass\n"
+    assert _numeric_seed_defaults(source) == [(1, "f"), (4, "S")]
+
+
+def test_probe_help_names_the_strides_the_default_modulus_covers():
+    divisors = [s for s in range(2, DEFAULT_MODULUS + 1) if DEFAULT_MODULUS % s == 0]
+    shown = _option("probe", "--modulus").help
+    assert (
+        shown
+        == f"phase modulus P ({DEFAULT_MODULUS} covers strides {', '.join(map(str, divisors))})"
+    )

@@ -222,6 +222,21 @@ def test_a_fourth_family_generates_and_verifies(locker, tmp_path):
         SplitSpec(family=NAME, length=0)
 
 
+def test_generate_help_reads_each_familys_own_n_base(locker, capsys):
+    """``generate --help`` states each family's own ``n_base`` from its declaration (the code
+    family's sweep from its padding styles and lengths), the throwaway family's too."""
+    from phasebench.families.code import STYLES, SWEEP
+
+    assert main(["generate", "--help"]) == 0
+    shown = " ".join(capsys.readouterr().out.split())
+    code = families.get_family("code")
+    assert (
+        f"(default: the family's own, {families.DEFAULT_N_BASE} for kv and niah; 8 for {NAME}; "
+        f"code: {code.default_n_base} items, each swept over {len(STYLES)} padding styles x "
+        f"{SWEEP} lengths)"
+    ) in shown
+
+
 def test_a_forgotten_family_is_unknown_again(locker):
     families.unregister(NAME)
     with pytest.raises(SpecError, match="must be one of kv, niah, code \\(got 'locker'\\)"):
@@ -229,10 +244,32 @@ def test_a_forgotten_family_is_unknown_again(locker):
     families.register(locker[0])  # the fixture forgets it again
 
 
+def test_the_leaderboard_knows_a_family_from_its_declaration(locker):
+    """The leaderboard's tasks are the families' tasks: a registered family's task is known (at
+    the version of the shared task YAML its own includes), a forgotten one is not; another
+    process adopts the registered families by their modules' names."""
+    from phasebench.leaderboard.schema import known_tasks
+
+    tasks = known_tasks()
+    assert tasks[f"phasebench_{NAME}"] == tasks["phasebench_kv"] == "1.0"
+    assert families.declarations() == {NAME: "locker_family"}
+    families.adopt(families.declarations())  # already known: nothing to import
+    families.unregister(NAME)
+    assert f"phasebench_{NAME}" not in known_tasks() and families.declarations() == {}
+    with pytest.raises(SpecError, match="module 'json' does not declare the family 'locker'"):
+        families.adopt({NAME: "json"})
+    families.register(locker[0])  # the fixture forgets it again
+
+
 @pytest.mark.slow
-def test_a_fourth_family_runs_as_an_lm_eval_task_and_reports(locker, tiny_llama, tmp_path):
+def test_a_fourth_family_runs_as_an_lm_eval_task_reports_and_reaches_the_leaderboard(
+    locker, tiny_llama, tmp_path, monkeypatch
+):
     """The real lm-eval CLI on the family's own task (its YAML in a folder of its own), in a
-    process that imports the family's module first; then ``phasebench report`` on the logs."""
+    process that imports the family's module first; then ``phasebench report`` on the logs;
+    then the logs packed as a submission and ``phasebench leaderboard build``: the family's
+    board, the model page, the index and every export carry it, the leaderboard knowing the
+    family from its declaration alone."""
     _, plugin = locker
     tasks = _task_folder(tmp_path / "tasks")
     launcher = tmp_path / "lm_eval_with_locker.py"
@@ -266,3 +303,49 @@ def test_a_fourth_family_runs_as_an_lm_eval_task_and_reports(locker, tiny_llama,
     assert entry["n_base"] == 8 and entry["modulus"] == 4
     assert abs(entry["acc"] - table["acc,none"]) < 1e-9
     assert abs(entry["gap"] - table["phase_gap,none"]) < 1e-9
+
+    # the leaderboard: the same lm-eval output packed as a submission, built into a site
+    from phasebench.leaderboard.pack import pack
+    from phasebench.leaderboard.render import board_page
+
+    meta = {"model": "phasebench/tiny-random-llama", "revision": "ab" * 20,
+            "precision": "float32", "backend": "hf", "kv_cache": "none (full attention)",
+            "chat_template": False, "license": "apache-2.0", "contact": "maintainers",
+            "tokenizer": {"name": "deepseek-v4"}}  # fmt: skip
+    (tmp_path / "submission.yaml").write_text(json.dumps(meta))
+    subs = tmp_path / "subs"
+    pack(tmp_path / "out", subs / "phasebench__tiny-random-llama" / meta["revision"],
+         tmp_path / "submission.yaml")  # fmt: skip
+    # the validating processes know the families this process knows, importing their modules
+    # by name as this process could (never anything a submission names)
+    monkeypatch.syspath_prepend(str(plugin))
+    site = tmp_path / "site"
+    assert main(["leaderboard", "build", str(subs), "--out", str(site), "--no-reported",
+                 "--quiet"]) == 0  # fmt: skip
+    board = json.loads((site / "leaderboard.json").read_text())
+    assert not board["rejections"]["refused"], board["rejections"]["refused"]
+    (row,) = board["rows"]
+    assert row["task"] == f"phasebench_{NAME}" and row["board"] == f"phasebench_{NAME}@128/m4"
+    assert row["n_base"] == 8 and abs(row["acc"] - table["acc,none"]) < 1e-9
+    assert abs(row["gap"] - table["phase_gap,none"]) < 1e-9
+    board_html = (site / board_page(row["board"])).read_text()
+    assert f"Task phasebench_{NAME} v1.0 · 128 tokens" in board_html
+    assert "phasebench/tiny-random-llama" in board_html
+    model_html = (site / row["page"]).read_text()
+    assert f"phasebench_{NAME} @ 128 tokens" in model_html
+    assert f"phasebench_{NAME} v1.0" in model_html  # the task versions of the entry
+    index = (site / "index.html").read_text()
+    assert f'href="{board_page(row["board"])}"' in index
+    import pandas as pd
+
+    for export in (
+        pd.read_csv(site / "leaderboard.csv"),
+        pd.read_parquet(site / "leaderboard.parquet"),
+    ):
+        assert list(export["task"]) == [f"phasebench_{NAME}"]
+    # the Hub's Eval Results export: the family's benchmark task at its length
+    assert main(["leaderboard", "export-eval-results", str(site), "--dataset", "org/phasebench",
+                 "--site-url", "https://example.org/board",
+                 "--out", str(tmp_path / "eval")]) == 0  # fmt: skip
+    (written,) = (tmp_path / "eval").glob("*/.eval_results/*.yaml")
+    assert f"task_id: {NAME}_128" in written.read_text()

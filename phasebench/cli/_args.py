@@ -1,16 +1,18 @@
 """Options and argument types shared by several commands, each defined once (parsing only).
 
-Each shared option (``--out``, ``--seed``, ``--n-base``, ``--length``, ``--modulus``, ``--quiet``)
-is one small function that adds it to a command's parser: its name, its type and its default are
-declared here, the default read from the module where the fact lives (the split's defaults from
-:class:`phasebench.specs.SplitSpec`, the statistics seed from :mod:`phasebench.metrics`). A
-command passes its own help text, and ``required=`` or a ``default=`` read from another home (the
-reference models' sizes in :mod:`phasebench.reference`) where it genuinely differs; no command
-module calls ``add_argument`` for one of these names (``tests/test_cli_options.py``)."""
+Each shared option (``--out``, ``--seed``, ``--n-base``, ``--length``, ``--modulus``, ``--quiet``,
+``--num-proc``, ``--threads``) is one small function that adds it to a command's parser: its
+name, its type and its default are declared here, the default read from the module where the
+fact lives (the split's defaults from :class:`phasebench.specs.SplitSpec`, the statistics seed
+from :mod:`phasebench.metrics`). A command passes its own help text, and ``required=`` or a
+``default=`` read from another home (the reference models' sizes in :mod:`phasebench.reference`)
+where it genuinely differs; no command module calls ``add_argument`` for one of these names
+(``tests/test_cli_options.py``)."""
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 
 
 def positive_int(text: str) -> int:
@@ -65,22 +67,34 @@ def positive_float(text: str) -> float:
     return value
 
 
+class Shown:
+    """Text computed when a help is shown, for a help that quotes facts whose home is costly to
+    import (a family's declaration imports its generator): set it as an attribute of the action
+    and name it in the help, ``%(name)s``, so argparse formats it only for ``--help``."""
+
+    def __init__(self, text: Callable[[], str]) -> None:
+        self._text = text
+
+    def __str__(self) -> str:
+        return self._text()
+
+
 #: The options declared here; command modules never ``add_argument`` one of them themselves.
-SHARED = ("--out", "--seed", "--n-base", "--length", "--modulus", "--quiet")
+SHARED = (
+    "--out",
+    "--seed",
+    "--n-base",
+    "--length",
+    "--modulus",
+    "--quiet",
+    "--num-proc",
+    "--threads",
+)
 
 
 def quiet(parser: argparse.ArgumentParser, what: str = "no progress bar") -> None:
     """``--quiet``: ``what`` it leaves out of the output."""
     parser.add_argument("--quiet", action="store_true", help=what)
-
-
-def _split_default(name: str):
-    """The default of :class:`~phasebench.specs.SplitSpec`'s field ``name``."""
-    import dataclasses
-
-    from phasebench.specs import SplitSpec
-
-    return next(f.default for f in dataclasses.fields(SplitSpec) if f.name == name)
 
 
 def out(
@@ -99,17 +113,22 @@ _SPLIT = object()
 
 
 def seed(parser: argparse.ArgumentParser, help: str, *, default: object = _SPLIT) -> None:
-    """``--seed``: a seed >= 0, by default the split's (``SplitSpec.seed``); ``report`` passes
-    :data:`phasebench.metrics.SEED`, ``reference train`` ``None`` (the training settings' own)."""
+    """``--seed``: a seed >= 0, by default the split's (:data:`phasebench.specs.DEFAULT_SEED`);
+    ``report`` passes :data:`phasebench.metrics.SEED`, ``reference train`` ``None`` (the
+    training settings' own)."""
     if default is _SPLIT:
-        default = _split_default("seed")
+        from phasebench.specs import DEFAULT_SEED
+
+        default = DEFAULT_SEED
     parser.add_argument("--seed", type=non_negative_int, default=default, help=help)
 
 
-def n_base(parser: argparse.ArgumentParser, help: str, *, default: int | None = None) -> None:
+def n_base(
+    parser: argparse.ArgumentParser, help: str, *, default: int | None = None
+) -> argparse.Action:
     """``--n-base``: base items per config, >= 1; ``None`` leaves it to the family
     (:attr:`phasebench.families.Family.default_n_base`)."""
-    parser.add_argument("--n-base", type=positive_int, default=default, help=help)
+    return parser.add_argument("--n-base", type=positive_int, default=default, help=help)
 
 
 def length(
@@ -134,3 +153,15 @@ def modulus(parser: argparse.ArgumentParser, help: str = "phase modulus") -> Non
     from phasebench.specs import DEFAULT_MODULUS
 
     parser.add_argument("--modulus", type=positive_int, default=DEFAULT_MODULUS, help=help)
+
+
+def num_proc(parser: argparse.ArgumentParser, help: str) -> None:
+    """``--num-proc``: worker processes, >= 1, by default one (any number gives the same bytes:
+    the work is cut by stable keys, not by the number of workers)."""
+    parser.add_argument("--num-proc", type=positive_int, default=1, help=help)
+
+
+def threads(parser: argparse.ArgumentParser, help: str) -> None:
+    """``--threads``: torch threads, >= 1, by default one (what reproduces a reference model's
+    training bit for bit)."""
+    parser.add_argument("--threads", type=positive_int, default=1, help=help)

@@ -24,7 +24,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     ev.set_defaults(run=run)
 
 
-def phasebench_help() -> str:
+def _phasebench_help() -> str:
     """What ``phasebench eval --help`` prints before lm-eval's own help: what phasebench adds to
     lm-eval's ``run``, and the task metadata keys with their defaults."""
     from phasebench.lmeval.harness import GROUP, TASK_FAMILIES
@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     from phasebench.lmeval.harness import run_eval
 
     if {"-h", "--help"} & set(args.lm_eval_args):
-        print(phasebench_help(), flush=True)
+        print(_phasebench_help(), flush=True)
         try:
             run_eval(args.lm_eval_args)  # lm-eval prints its help and exits
         except SystemExit as exc:

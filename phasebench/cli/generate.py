@@ -6,7 +6,6 @@ import argparse
 import sys
 
 from phasebench.cli import _args
-from phasebench.families import DEFAULT_N_BASE
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -40,11 +39,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         repeatable=True,
     )
     _args.modulus(gen, "phase modulus P (phase = anchor index mod P)")
-    _args.n_base(
-        gen,
-        f"base items, each rendered at every phase (default: the family's own, {DEFAULT_N_BASE} "
-        "for kv and niah; code: 64 items, each swept over 4 padding styles x 16 lengths)",
+    n_base = _args.n_base(
+        gen, "base items, each rendered at every phase (default: the family's own, %(own)s)"
     )
+    n_base.own = _args.Shown(_own_n_base)
     gen.add_argument(
         "--length-phases",
         nargs="?",
@@ -65,9 +63,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     _args.seed(gen, "seed of every random stream")
     gen.add_argument("--haystack", default=None, help="niah: a UTF-8 text file to use as haystack")
     _args.out(gen, "output folder (one sub-folder per config)", required=True)
-    gen.add_argument(
-        "--num-proc", type=_args.positive_int, default=1, help="worker processes (same bytes)"
-    )
+    _args.num_proc(gen, "worker processes (same bytes)")
     gen.add_argument(
         "--shard",
         type=_args.shard,
@@ -82,6 +78,29 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     _args.quiet(gen, "no progress bar")
     gen.set_defaults(run=run)
+
+
+def _own_n_base() -> str:
+    """Each family's own ``n_base``, as its declaration says: ``256 for kv and niah; code: 64
+    items, each swept over 4 padding styles x 16 lengths``."""
+    from phasebench.families import get_family, names
+
+    declared = [get_family(name) for name in names()]
+    by_count: dict[int, list[str]] = {}
+    for family in declared:
+        if not family.item_rendering:
+            by_count.setdefault(family.default_n_base, []).append(family.name)
+    parts = [f"{count} for {_listed(which)}" for count, which in by_count.items()]
+    parts += [
+        f"{f.name}: {f.default_n_base} items, each {f.item_rendering}"
+        for f in declared
+        if f.item_rendering
+    ]
+    return "; ".join(parts)
+
+
+def _listed(words: list[str]) -> str:
+    return " and ".join(words) if len(words) < 3 else f"{', '.join(words[:-1])} and {words[-1]}"
 
 
 def run(args: argparse.Namespace) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from phasebench.cli import _args
+from phasebench.specs import DEFAULT_MODULUS
 
 
 def _choices(text: str) -> tuple[str, ...]:
@@ -61,7 +62,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         metavar="A,B",
         help="compare log p(A) - log p(B) (one token each; A is right)",
     )
-    _args.modulus(pr, "phase modulus P (8 covers strides 2, 4, 8)")
+    strides = [s for s in range(2, DEFAULT_MODULUS + 1) if DEFAULT_MODULUS % s == 0]
+    _args.modulus(
+        pr, f"phase modulus P ({DEFAULT_MODULUS} covers strides {', '.join(map(str, strides))})"
+    )
     pr.add_argument(
         "--rounds",
         type=_args.positive_int,

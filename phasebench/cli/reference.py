@@ -41,9 +41,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="optimizer steps (default: those of the committed weights)",
     )
     _args.seed(tr, "training seed", default=None)  # None: the training settings' own
-    tr.add_argument(
-        "--threads", type=_args.positive_int, default=1, help="torch threads (1 reproduces)"
-    )
+    _args.threads(tr, "torch threads (1 reproduces)")
     _args.out(tr, "folder for <variant>/ (default: shipped weights)")
     _args.quiet(tr, "no loss lines")
     tr.set_defaults(run=_train)
@@ -55,7 +53,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("model", help="a reference model folder")
     _args.length(ev, "kv prompt length", default=EVAL_LENGTH)
     _args.n_base(ev, "base items (x 8 phases)", default=DEMO_N_BASE)
-    ev.add_argument("--threads", type=_args.positive_int, default=1, help="torch threads")
+    _args.threads(ev, "torch threads")
     ev.set_defaults(run=_evaluate)
 
     sw = actions.add_parser(
@@ -105,7 +103,7 @@ def _train(args: argparse.Namespace) -> int:
     for out in outs.values():  # refuse a folder train would not replace before any training
         check_replaceable(out, MARKER)
     for variant in variants:
-        settings = settings_for(variant) if args.seed is None else settings_for(variant, args.seed)
+        settings = settings_for(variant, args.seed)
         if args.steps is not None:
             settings = dataclasses.replace(settings, steps=args.steps)
         train(variant, outs[variant], settings, on_loss=log(variant))

@@ -22,7 +22,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="re-encode only K rows per config (default: all)",
     )
-    ver.add_argument("--num-proc", type=_args.positive_int, default=1, help="worker processes")
+    _args.num_proc(ver, "worker processes")
     _args.quiet(ver, "no progress bar")
     ver.set_defaults(run=run)
 

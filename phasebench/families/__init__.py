@@ -9,6 +9,9 @@ family is a new module with its ``FAMILY``, made known by :func:`register` (the 
 are known by name and imported on first use), plus what lives outside Python: its lm-eval task
 YAML (``tasks/phasebench_<name>.yaml``, or one in a folder of its own passed to lm-eval's
 ``--include_path``) and, to publish it, its data card section (``data_cards/family_<name>.md``).
+The leaderboard knows the tasks of the families known here, so a submission of a registered
+family's task is validated, scored and shown like a built-in one (its validating processes
+import the registered modules by name, :func:`adopt`; a submission never names code to run).
 ``tests/test_families.py`` runs such a fourth family through every step.
 """
 
@@ -33,6 +36,8 @@ __all__ = [
     "DEFAULT_N_BASE",
     "Family",
     "SplitPlan",
+    "adopt",
+    "declarations",
     "get_family",
     "names",
     "paired_unit",
@@ -101,7 +106,9 @@ class Family:
     :attr:`phasebench.specs.SplitSpec.renderings`); ``extra_prompt_tokens``, tokens a prompt
     holds beyond ``length`` (for the budget and memory estimates); ``min_length`` and
     ``default_lengths`` of ``length`` (a family whose ``length`` may be left out has
-    ``(0,)``); ``anchor_is_answer``: the anchor is the first answer token, after the whole
+    ``(0,)``); ``item_rendering``: how one base item's ``rows_per_item`` rows come about, as
+    ``phasebench generate --help`` shows it (``"swept over 4 padding styles x 16 lengths"``);
+    ``anchor_is_answer``: the anchor is the first answer token, after the whole
     prompt (else it is the token holding character ``key_char`` of the prompt);
     ``no_phase_axes``: None where the length-phase axis and phase subsets apply, else why they
     do not (said when a spec asks for them); ``takes_haystack``: a ``--haystack`` text applies;
@@ -124,6 +131,7 @@ class Family:
     extra_prompt_tokens: int = 0
     min_length: int = MIN_LENGTH
     default_lengths: tuple[int, ...] = ()
+    item_rendering: str = ""
     anchor_is_answer: bool = False
     no_phase_axes: str | None = None
     takes_haystack: bool = False
@@ -220,6 +228,25 @@ def unregister(name: str) -> None:
     if found is not None:
         _LOADED.remove(found)
     _MODULES.pop(name, None)
+
+
+def declarations() -> dict[str, str]:
+    """Family name -> the module that declares it, for every family registered here that is not
+    built in: what another process of this phasebench needs to know the same families
+    (:func:`adopt`; the leaderboard's validating processes)."""
+    return {name: module for name, module in _MODULES.items() if name not in BUILTIN}
+
+
+def adopt(modules: Mapping[str, str]) -> None:
+    """Know the families another process of this phasebench registered (its
+    :func:`declarations`): each module not yet imported is imported by name, which registers its
+    family as it did there. Only for a mapping the program made from its own registry, never one
+    read from a file or a submission (that would run code it names)."""
+    for name, module in modules.items():
+        if name not in _LOADED:
+            importlib.import_module(module)
+        if name not in _LOADED:
+            raise SpecError(f"module {module!r} does not declare the family {name!r}")
 
 
 def get_family(spec: SplitSpec | str) -> Family:

@@ -62,7 +62,7 @@ def lexicon() -> dict[str, tuple[str, ...]]:
 
 
 @functools.lru_cache(maxsize=1)
-def sentence_shapes() -> tuple[tuple[jinja2.Template, tuple[tuple[str, str], ...]], ...]:
+def _sentence_shapes() -> tuple[tuple[jinja2.Template, tuple[tuple[str, str], ...]], ...]:
     """Compiled sentence templates, each with its slots as (variable, lexicon category)."""
     env = templates.environment()
     path = templates.generators_dir() / "niah" / "sentences.yaml"
@@ -80,7 +80,7 @@ def sentence_shapes() -> tuple[tuple[jinja2.Template, tuple[tuple[str, str], ...
 
 def prose_pool(rng: np.random.Generator, size: int) -> list[str]:
     """``size`` distinct sentences, each with a leading space, in a random order."""
-    shapes, words = sentence_shapes(), lexicon()
+    shapes, words = _sentence_shapes(), lexicon()
     width = max(len(slots) for _, slots in shapes)
     seen: dict[str, None] = {}
     for _ in range(64):  # each round yields mostly new sentences; the bound is never reached
@@ -185,7 +185,7 @@ def merge_seams(tok: PhaseTokenizer, pieces: list[str]) -> list[str]:
 # -- needles ------------------------------------------------------------------------------------
 
 
-def key_word(rng: np.random.Generator) -> str:
+def _key_word(rng: np.random.Generator) -> str:
     """A made-up three-syllable word, e.g. ``velmorax``."""
     parts = []
     for _ in range(3):
@@ -222,7 +222,7 @@ def content(spec: SplitSpec, tok: PhaseTokenizer) -> engine.NeedleContent:
         pool = prose_pool(
             derive_rng(spec.seed, "niah", spec.length, "pool"), pool_size(spec.length)
         )
-        info = {"haystack": "procedural", "sentence_shapes": len(sentence_shapes())}
+        info = {"haystack": "procedural", "sentence_shapes": len(_sentence_shapes())}
 
         def draw_body(r: np.random.Generator, n: int) -> np.ndarray:
             return r.choice(len(pool), size=min(n, len(pool)), replace=False)
@@ -232,7 +232,7 @@ def content(spec: SplitSpec, tok: PhaseTokenizer) -> engine.NeedleContent:
 
     def draw_needle(r: np.random.Generator) -> engine.Needle:
         for _ in range(engine.MAX_NEEDLE_DRAWS):
-            key = key_word(r)
+            key = _key_word(r)
             if key not in searched:
                 break
         else:

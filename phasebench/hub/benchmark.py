@@ -78,7 +78,7 @@ def eval_tasks(index: Mapping[str, Any]) -> list[dict[str, str]]:
     ]
 
 
-def eval_yaml_data(index: Mapping[str, Any]) -> dict[str, Any]:
+def _eval_yaml_data(index: Mapping[str, Any]) -> dict[str, Any]:
     """The content of ``eval.yaml`` for a repository index."""
     return {
         "name": index["pretty_name"],
@@ -92,7 +92,7 @@ def render_eval_yaml(index: Mapping[str, Any]) -> str:
     """``eval.yaml`` as text (keys in the documented order)."""
     import yaml
 
-    return yaml.safe_dump(eval_yaml_data(index), sort_keys=False, allow_unicode=True, width=96)
+    return yaml.safe_dump(_eval_yaml_data(index), sort_keys=False, allow_unicode=True, width=96)
 
 
 def parse_eval_yaml(text: str) -> dict[str, Any]:

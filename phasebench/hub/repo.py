@@ -68,7 +68,7 @@ class _Source:
         ]
 
 
-def _check_parquet(path: Path, entry: dict, where: str, deep: bool) -> list[str]:
+def _parquet_problems(path: Path, entry: dict, where: str, deep: bool) -> list[str]:
     """Problems of one data file against its manifest entry (rows and content hash)."""
     if not path.is_file():
         return [f"{where}: missing"]
@@ -105,7 +105,7 @@ def _collect(generated: Sequence[Path | str]) -> list[_Source]:
             problems = [
                 p
                 for src, _, entry in source.files()
-                for p in _check_parquet(src, entry, str(src), deep=True)
+                for p in _parquet_problems(src, entry, str(src), deep=True)
             ]
             if problems:
                 raise HubError(
@@ -238,7 +238,7 @@ MAX_INDEX_BYTES = 16 * 1024 * 1024
 MAX_CARD_BYTES = 16 * 1024 * 1024
 
 
-def read_bounded(path: Path, limit: int, what: str) -> bytes:
+def _read_bounded(path: Path, limit: int, what: str) -> bytes:
     """At most ``limit`` bytes of the regular file ``path`` (never more is read, whatever its
     size says or becomes), or a one-line :class:`HubError` naming ``what`` it should be."""
     if path.is_symlink() or not path.is_file():
@@ -263,7 +263,7 @@ def read_index(repo_dir: Path | str) -> dict:
             f"{str(repo_dir)!r} is not a phasebench dataset folder (no {INDEX}); "
             f"build one with `phasebench publish`"
         )
-    return parse_index(read_bounded(path, MAX_INDEX_BYTES, "a phasebench index"), str(path))
+    return parse_index(_read_bounded(path, MAX_INDEX_BYTES, "a phasebench index"), str(path))
 
 
 def parse_index(data: bytes, where: str) -> dict:
@@ -362,7 +362,7 @@ def repo_problems(repo_dir: Path | str, *, deep: bool = True) -> list[str]:
             problems.append(f"{c['manifest']}: missing")
             continue
         try:
-            mbytes = read_bounded(mpath, build.MAX_MANIFEST_BYTES, "a manifest")
+            mbytes = _read_bounded(mpath, build.MAX_MANIFEST_BYTES, "a manifest")
             manifest = read_manifest(mpath.parent)
             described = manifest_config_name(manifest)
         except (HubError, SplitError) as exc:
@@ -386,7 +386,7 @@ def repo_problems(repo_dir: Path | str, *, deep: bool = True) -> list[str]:
             if path.is_symlink() or (path.is_file() and path.stat().st_size != f["size"]):
                 problems.append(f"{f['path']}: not the {f['size']}-byte file the index lists")
                 continue
-            found = _check_parquet(path, entry, f["path"], deep=deep)
+            found = _parquet_problems(path, entry, f["path"], deep=deep)
             if not found and file_sha256(path) != f["sha256"]:
                 found.append(f"{f['path']}: file bytes differ from the index")
             problems += found
@@ -403,7 +403,7 @@ def repo_problems(repo_dir: Path | str, *, deep: bool = True) -> list[str]:
     if not card_path.is_file():
         return [f"{CARD}: missing"]
     try:
-        card_text = read_bounded(card_path, MAX_CARD_BYTES, "a data card").decode("utf-8")
+        card_text = _read_bounded(card_path, MAX_CARD_BYTES, "a data card").decode("utf-8")
     except (HubError, UnicodeDecodeError) as exc:
         return [f"{CARD}: {first_line(exc)}"]
     try:
@@ -434,7 +434,7 @@ def repo_problems(repo_dir: Path | str, *, deep: bool = True) -> list[str]:
             problems.append(f"{EVAL_FILE}: missing (the Hub reads it to list the benchmark)")
         return problems
     try:
-        eval_bytes = read_bounded(eval_path, MAX_CARD_BYTES, f"the benchmark's {EVAL_FILE}")
+        eval_bytes = _read_bounded(eval_path, MAX_CARD_BYTES, f"the benchmark's {EVAL_FILE}")
     except HubError as exc:
         return [*problems, f"{EVAL_FILE}: {exc}"]
     if not writes_eval_yaml():

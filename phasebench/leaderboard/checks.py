@@ -163,7 +163,7 @@ def expected_context(
     return text
 
 
-def recompute_sample_metrics(doc: Mapping[str, Any], rec: Mapping[str, Any]) -> dict[str, Any]:
+def _recompute_sample_metrics(doc: Mapping[str, Any], rec: Mapping[str, Any]) -> dict[str, Any]:
     """What the task's own scorer (:func:`phasebench.lmeval.tasks.process_results`, the
     function the task YAML points at) returns for the logged responses: ``acc``, ``margin`` for
     code, and the scored records lm-eval aggregates."""
@@ -467,7 +467,7 @@ class _TaskContext:
     def _rescore(self, number: int, rec: dict, full: dict) -> dict[str, Any]:
         path = self.path
         try:
-            metrics = recompute_sample_metrics(full, rec)
+            metrics = _recompute_sample_metrics(full, rec)
         except (ValueError, TypeError, KeyError, IndexError) as exc:
             raise Refused("metric", path, f"sample {number}: responses unusable ({exc})") from None
         for name in ("acc", "margin"):

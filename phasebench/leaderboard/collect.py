@@ -188,7 +188,7 @@ def read_submission(folder: Path, limits: samples.ReadLimits | None = None) -> R
     if not meta_path.exists():
         raise Refused("schema", name, f"no {SUBMISSION_FILE}")
     data_files = [p for p in entries if RESULTS_NAME.match(p.name) or SAMPLES_NAME.match(p.name)]
-    reproduced = read_reproduced(folder / REPRODUCED_FILE, data_files)
+    reproduced = _read_reproduced(folder / REPRODUCED_FILE, data_files)
     meta = read_yaml(meta_path)
     results = [(p, read_results(p)) for p in entries if RESULTS_NAME.match(p.name)]
     if not results:
@@ -201,13 +201,13 @@ def read_submission(folder: Path, limits: samples.ReadLimits | None = None) -> R
         task = match["task"]
         if task in raw.samples:
             raise Refused("files", path, f"a second samples file for task {task!r}")
-        expected = sample_count(task, results, path)
+        expected = _sample_count(task, results, path)
         records = list(iter_samples(path, dataclasses.replace(limits, max_lines=expected)))
         raw.samples[task] = (path, records)
     return raw
 
 
-def sample_count(task: str, results: list[tuple[Path, dict[str, Any]]], samples_path: Path) -> int:
+def _sample_count(task: str, results: list[tuple[Path, dict[str, Any]]], samples_path: Path) -> int:
     """How many samples the results say ``task`` has (lm-eval's ``n-samples.<task>.effective``):
     the most lines its samples file may hold."""
     for path, data in results:
@@ -254,7 +254,7 @@ def mark_text_ok(text: object, limit: int) -> bool:
     return isinstance(text, str) and len(text) <= limit and bool(_MARK_TEXT.match(text))
 
 
-def read_reproduced(path: Path, data_files: list[Path]) -> dict[str, str] | None:
+def _read_reproduced(path: Path, data_files: list[Path]) -> dict[str, str] | None:
     """The maintainer's mark in ``reproduced.yaml`` (None without one), refused (rule
     ``reproduced``) if it is malformed or does not vouch for exactly these results and samples
     files, byte for byte (a changed file voids the mark)."""

@@ -45,7 +45,7 @@ SOURCE_NAME = "phasebench leaderboard"
 _DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
 
 
-def board_link(site_url: str, board: str) -> str:
+def _board_link(site_url: str, board: str) -> str:
     """The address of a board on the published site."""
     from phasebench.leaderboard.render import board_page
 
@@ -115,7 +115,7 @@ def _entry(board: Mapping[str, Any], row: Mapping[str, Any], dataset_id: str, si
         task_id=task_id(_family(task), length),
         value=round(100 * worst, 2),
         date=date if isinstance(date, str) and _DATE.match(date) else None,
-        source_url=board_link(site_url, row["board"]),
+        source_url=_board_link(site_url, row["board"]),
         source_name=SOURCE_NAME,
         notes=_notes(row, meta.get("variant") if isinstance(meta, Mapping) else None),
     )
@@ -196,7 +196,7 @@ def _name_patterns() -> tuple[re.Pattern, re.Pattern]:
     return re.compile(props["model"]["pattern"]), re.compile(props["variant"]["pattern"])
 
 
-def file_path(detail: Mapping[str, Any], revision: bool = False) -> str:
+def _file_path(detail: Mapping[str, Any], revision: bool = False) -> str:
     """Where an entry's file goes, relative to the output folder; with ``revision``, the
     revision's first 12 characters join the file name (two revisions of one model are two
     entries). ValueError for a model or variant that is not a plain name."""
@@ -240,20 +240,20 @@ def export_eval_results(
     for page, entries in sorted(results.items()):
         try:
             planned[page] = (board["models"][page], entries)
-            file_path(board["models"][page])  # refuse an unsafe name before anything is made
+            _file_path(board["models"][page])  # refuse an unsafe name before anything is made
         except (ValueError, TypeError, AttributeError) as exc:
             planned.pop(page, None)
             refused[page] = str(exc)
     shared: dict[str, int] = {}
     for detail, _ in planned.values():
-        shared[file_path(detail)] = shared.get(file_path(detail), 0) + 1
+        shared[_file_path(detail)] = shared.get(_file_path(detail), 0) + 1
     out = Path(out)
     with staged_folder(out, marker=MARKER) as staging:
         root = staging.resolve()
         seen: set[str] = set()
         for page, (detail, entries) in planned.items():
             try:
-                rel = file_path(detail, revision=shared[file_path(detail)] > 1)
+                rel = _file_path(detail, revision=shared[_file_path(detail)] > 1)
                 target = (staging / rel).resolve()
                 if not target.is_relative_to(root) or rel in seen:
                     raise ValueError(f"{rel} is not a file of its own inside --out")

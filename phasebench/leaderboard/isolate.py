@@ -12,8 +12,9 @@ Children are forked from a ``multiprocessing`` fork server that has imported the
 once (:data:`PRELOAD`), so a child starts in milliseconds with a clean, single-threaded copy of
 them and shares nothing with the parent but the data it is sent. Each child:
 
-* takes the parent's environment and working folder as they are at the call (the fork server
-  may have been started earlier);
+* takes the parent's environment, import path and working folder as they are at the call (the
+  fork server may have been started earlier), so it can import what the parent could (a
+  family the parent registered from a module of its own, :func:`phasebench.families.adopt`);
 * limits its address space (``RLIMIT_AS``) to what it holds when it starts plus
   :attr:`Limits.memory`, so an allocation past the budget raises ``MemoryError`` in the child;
 * limits its CPU time (``RLIMIT_CPU``) to :attr:`Limits.seconds`; the parent also kills it when
@@ -27,6 +28,7 @@ import json
 import math
 import multiprocessing
 import os
+import sys
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -98,7 +100,7 @@ def run_many(
     from multiprocessing.connection import wait
 
     ctx = _context()
-    env, cwd = dict(os.environ), os.getcwd()
+    env, cwd, path = dict(os.environ), os.getcwd(), list(sys.path)
     pending = iter(items)
     running: dict[Any, _Child[K]] = {}
     try:
@@ -107,7 +109,7 @@ def run_many(
                 item = next(pending, None)
                 if item is None:
                     break
-                child = _Child.start(ctx, item[0], target, item[1], env, cwd, limits)
+                child = _Child.start(ctx, item[0], target, item[1], env, cwd, path, limits)
                 running[child.reader] = child
             if not running:
                 return
@@ -138,13 +140,14 @@ class _Child(Generic[K]):
 
     @classmethod
     def start(cls, ctx: Any, key: K, target: str, payload: Any, env: dict[str, str], cwd: str,
-              limits: Limits) -> _Child[K]:  # fmt: skip
+              path: list[str], limits: Limits) -> _Child[K]:  # fmt: skip
         request = json.dumps(
             {
                 "target": target,
                 "payload": payload,
                 "env": env,
                 "cwd": cwd,
+                "path": path,
                 "memory": int(limits.memory),
                 "seconds": float(limits.seconds),
             }
@@ -204,6 +207,7 @@ def _child(conn: Any, request_text: str) -> None:
     os.environ.clear()
     os.environ.update(request["env"])
     os.chdir(request["cwd"])
+    sys.path[:] = request["path"]
     _set_limits(request["memory"], request["seconds"])
     result: Any = None
     try:

@@ -35,7 +35,7 @@ DROPPED_KEYS = ("arguments", "resps")
 PACK_LIMITS = ReadLimits(max_bytes=64 << 30, max_line_bytes=256 << 20, max_seconds=3600.0)
 
 
-def pack_record(record: dict) -> dict:
+def _pack_record(record: dict) -> dict:
     """One sample without its long text; ``resps`` is dropped when ``filtered_resps`` holds the
     same responses (lm-eval logs both). A record whose ``doc`` is not a JSON object is not
     lm-eval's: :class:`SamplesError`."""
@@ -112,7 +112,7 @@ def pack(
             try:
                 for number, record in enumerate(iter_samples(path, PACK_LIMITS), 1):
                     try:
-                        packed = pack_record(record)
+                        packed = _pack_record(record)
                     except SamplesError as exc:
                         raise SamplesError(f"{path}: sample {number}: {exc}") from None
                     lines.append(json.dumps(packed, ensure_ascii=False, separators=(",", ":")))

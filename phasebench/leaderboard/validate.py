@@ -8,7 +8,7 @@ Rules (each refusal names one of them and the file):
 ``path``        folder and file names fit the layout; no symlinks
 ``size``/``json``/``yaml``  files are within size limits and parse; no NaN/inf
 ``files``       a results file and one samples file per task are present
-``task``        every task is a phasebench task of this version
+``task``        every task is the task of a family this phasebench knows, at its version
 ``limit``       no ``--limit``: lm-eval's effective sample count equals the original one
 ``count``       every phase of every length is present, each base item at every phase, no extras
 ``tokenizer``   the named tokenizer loads here and has the fingerprint the samples carry
@@ -59,6 +59,7 @@ import pandas as pd
 
 from phasebench.atomic import scratch_folder
 from phasebench.errors import MachineError, PhasebenchError, SubmissionsError, debugging
+from phasebench.families import adopt, declarations
 from phasebench.leaderboard.checks import NOT_WITNESSED, WITNESSED, check_task, task_configs
 from phasebench.leaderboard.collect import (
     Problem,
@@ -275,13 +276,16 @@ MACHINE_ERRNOS = frozenset(
 def validate_folder(request: Mapping[str, Any]) -> dict[str, Any]:
     """Validate one submission folder: what each validating process runs (through
     :func:`~phasebench.leaderboard.isolate.run_isolated`). ``request`` holds ``folder``,
-    ``root`` (the submissions folder, to name files in the report), ``tasks``, ``cache`` (the
-    shared folder of regenerated splits) and ``read_limits``; the answer is
+    ``root`` (the submissions folder, to name files in the report), ``tasks``, ``families``
+    (the families registered in the parent, :func:`phasebench.families.declarations`, which
+    this process imports), ``cache`` (the shared folder of regenerated splits) and
+    ``read_limits``; the answer is
     ``{"accepted": Submission.to_data()}`` or ``{"refused": [problem]}``."""
     folder, root = Path(request["folder"]), Path(request["root"])
     name = f"{folder.parent.name}/{folder.name}"
     limits = ReadLimits(**request["read_limits"]) if request.get("read_limits") else None
     regen = Regenerator(Path(request["cache"]))
+    adopt(request.get("families") or {})  # the parent's registered families, not a submission's
     try:
         raw = read_submission(folder, limits)
         accepted = validate_submission(raw, request["tasks"], regen).to_data()
@@ -368,7 +372,7 @@ def validate_all(
         own_folder(cache / "splits", cache)  # a link there is never followed out of the cache
     tasks = dict(tasks) if tasks is not None else known_tasks()
     limits = limits or Limits()
-    jobs = jobs or default_jobs()
+    jobs = jobs or _default_jobs()
     outcome = Outcome()
     folders, problems = submission_folders(root)
     outcome.refused.extend((p.file, [p]) for p in problems)
@@ -396,6 +400,7 @@ def validate_all(
                 "folder": str(folder.resolve()),
                 "root": str(root.resolve()),
                 "tasks": tasks,
+                "families": declarations(),
                 "cache": str(shared.resolve()),
                 "read_limits": _asdict(read_limits),
             }
@@ -450,7 +455,7 @@ def _shared_tokenizers(folders: list[Path]) -> Iterator[None]:
             os.environ[warm.ENV] = before
 
 
-def default_jobs() -> int:
+def _default_jobs() -> int:
     """Validating processes at once: the cores this process may run on."""
     try:
         return max(1, len(os.sched_getaffinity(0)))

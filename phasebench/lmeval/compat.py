@@ -111,7 +111,7 @@ def run_cli(
     if before is not None:
         before(namespace)
     with contextlib.ExitStack() as stack:
-        stack.enter_context(no_context_bars())
+        stack.enter_context(_no_context_bars())
         if own_tasks_only is not None and own_tasks_only(namespace):
             stack.enter_context(included_tasks_only())
         stack.enter_context(_model_name(name(namespace) if name is not None else None))
@@ -151,7 +151,7 @@ def _model_name(model_name: str | None) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def no_context_bars() -> Iterator[None]:
+def _no_context_bars() -> Iterator[None]:
     """Within the block, lm-eval builds each task's requests without its unnamed progress bar
     (``Task.build_all_requests``), so the run shows one bar for the work: the model's."""
     import functools
@@ -321,7 +321,7 @@ def evaluate_and_save(
     from lm_eval.loggers import EvaluationTracker
     from lm_eval.tasks import TaskManager
 
-    with no_context_bars():  # one bar for the work: the model's requests
+    with _no_context_bars():  # one bar for the work: the model's requests
         results = simple_evaluate(
             model=model,
             model_args=dict(model_args),

@@ -23,7 +23,7 @@ from phasebench._version import GENERATOR_VERSION
 from phasebench.atomic import remove_entry, staged_folder
 from phasebench.errors import EvalError, SpecError, SplitError, TokenizerError
 from phasebench.families import get_family
-from phasebench.specs import DEFAULT_MODULUS, TOKENIZER_ARG_NAMES, SplitSpec
+from phasebench.specs import DEFAULT_MODULUS, DEFAULT_SEED, TOKENIZER_ARG_NAMES, SplitSpec
 from phasebench.tokenization import (
     PhaseTokenizer,
     encoding_difference,
@@ -36,7 +36,7 @@ log = logging.getLogger(__name__)
 DEFAULT_LENGTHS = (4096,)
 
 
-def cache_root() -> Path:
+def _cache_root() -> Path:
     """``$PHASEBENCH_CACHE`` or ``~/.cache/phasebench``: generated splits, keyed by content."""
     return Path(os.environ.get("PHASEBENCH_CACHE") or Path.home() / ".cache" / "phasebench")
 
@@ -129,7 +129,7 @@ def split_specs(family: str, kwargs: Mapping[str, Any]) -> list[SplitSpec]:
             length=length,
             modulus=_integer(kwargs, "phase_modulus", DEFAULT_MODULUS),
             n_base=_n_base(family, kwargs.get("n_base")),
-            seed=_integer(kwargs, "seed", 0),
+            seed=_integer(kwargs, "seed", DEFAULT_SEED),
             tokenizer=name,
             tokenizer_args=tuple((k, str(v)) for k, v in args.items()),
             # a family that sweeps its prompt length already (code) ignores the axis knobs
@@ -160,7 +160,7 @@ def cached_split(
     folder is ever removed, and a symbolic link there is unlinked, never followed. With
     ``progress`` a split being generated shows a progress bar on stderr.
     """
-    splits = Path(root or cache_root()) / "splits"
+    splits = Path(root or _cache_root()) / "splits"
     text = json.dumps(
         {"spec": spec.to_dict(), "fingerprint": tok.encoding_key, "generator": GENERATOR_VERSION},
         sort_keys=True,
@@ -261,7 +261,7 @@ class LoadedSplit:
 
 def resolve_split(family: str, **kwargs: Any) -> LoadedSplit:
     """Find or build the configs a task run needs, check them against the model's tokenizer,
-    and return their rows (phases relabelled for a chat template, see :func:`chat_offset`)."""
+    and return their rows (phases relabelled for a chat template, see :func:`_chat_offset`)."""
     from phasebench.build import iter_rows, read_manifest
 
     name, args = tokenizer_source(kwargs)
@@ -334,7 +334,7 @@ def chat_template_frame(tok: PhaseTokenizer, system: str | None = None) -> tuple
     return before, after, not (bos and before.startswith(bos))
 
 
-def chat_offset(tok: PhaseTokenizer, row: Mapping[str, Any], system: str | None = None) -> int:
+def _chat_offset(tok: PhaseTokenizer, row: Mapping[str, Any], system: str | None = None) -> int:
     """Tokens a chat template adds before the prompt, as lm-eval's ``hf`` backend encodes it.
 
     Measured on the exact path: the templated prompt is encoded whole and the anchor's token is
@@ -352,7 +352,7 @@ def chat_shift(
     tok: PhaseTokenizer, row: Mapping[str, Any], system: str | None = None
 ) -> tuple[int, int]:
     """``(offset, extra)``: the tokens a chat template adds before the anchor (see
-    :func:`chat_offset`) and in all, so the templated sequence is ``length + extra`` tokens
+    :func:`_chat_offset`) and in all, so the templated sequence is ``length + extra`` tokens
     long (what a server that applies the template must report as its prompt count)."""
     before, after, special = chat_template_frame(tok, system)
     whole = before + row["prompt"] + after

@@ -34,7 +34,7 @@ from phasebench.samples import MODEL_NAME_KEYS, SAMPLES_NAME, run_name, served_l
 GROUP = "phasebench"
 
 
-def task_families() -> dict[str, str]:
+def _task_families() -> dict[str, str]:
     """lm-eval task name -> split family, for every known family (a registered one too)."""
     from phasebench.families import names, task_name
 
@@ -42,7 +42,7 @@ def task_families() -> dict[str, str]:
 
 
 #: The built-in families' tasks (lm-eval task name -> family).
-TASK_FAMILIES = task_families()
+TASK_FAMILIES = _task_families()
 #: lm-eval's ``hf`` backend default when neither the arguments nor the config name a length.
 HF_DEFAULT_MAX_LENGTH = 2048
 #: lm-eval's OpenAI-style backends (``TemplateAPI``): the context is ``max_length`` in
@@ -66,7 +66,7 @@ def requested_families(tasks: Sequence[str]) -> list[str]:
     from phasebench.families import BUILTIN
 
     names = [t.strip() for item in tasks for t in str(item).split(",") if t.strip()]
-    known = task_families()
+    known = _task_families()
     found: list[str] = []
     for name in names:
         if name == GROUP:
@@ -175,7 +175,7 @@ def check_fits(
     )
 
 
-def check_metadata(families: Sequence[str], kwargs: Mapping[str, Any]) -> None:
+def _check_metadata(families: Sequence[str], kwargs: Mapping[str, Any]) -> None:
     """Refuse task metadata the tasks would refuse, before anything is loaded: every split spec
     (lengths, ``phase_modulus``, ``n_base``, ``seed``, the length axis, ``phases``) and the
     metric set. lm-eval loads the model before its tasks, so a task that refused its metadata
@@ -218,7 +218,7 @@ def prepare(ns: Any, on_event: Callable[[str], None] | None = None) -> None:
         if getattr(ns, "system_instruction", None):
             metadata["system_instruction"] = ns.system_instruction
         ns.metadata = metadata  # the tasks relabel phases for the templated sequence
-    check_metadata(families, model_args | metadata)  # before the tokenizer or model loads
+    _check_metadata(families, model_args | metadata)  # before the tokenizer or model loads
     backend = getattr(ns, "model", None)
     max_length = model_max_length(model_args, backend)
     for family in families:
@@ -269,7 +269,7 @@ def _samples_files(output_path: str | None) -> dict[Path, int]:
     if not folder.is_dir():
         return {}
     found = {}
-    known = task_families()
+    known = _task_families()
     for f in folder.rglob("samples_*"):
         name = SAMPLES_NAME.match(f.name)
         # only phasebench tasks: a run may mix in other lm-eval tasks
@@ -282,7 +282,7 @@ def _samples_files(output_path: str | None) -> dict[Path, int]:
 JSON_OPTIONS = ("--metadata", "--model_args", "--gen_kwargs")
 
 
-def check_json_options(argv: Sequence[str]) -> None:
+def _check_json_options(argv: Sequence[str]) -> None:
     """Refuse a JSON object that does not parse in one line, before lm-eval's parser raises it
     as a traceback (``ValueError: Invalid JSON``): lm-eval reads a value with ``{`` as JSON."""
     for i, arg in enumerate(argv):
@@ -324,7 +324,7 @@ def run_eval(
             "phasebench eval adds --include_path itself; call lm_eval directly to combine "
             "task folders (lm_eval --include_path DIR ... with DIR from `phasebench tasks-dir`)"
         )
-    check_json_options(args)
+    _check_json_options(args)
     seen: dict[Path, int] = {}
 
     def before(ns: Any) -> None:

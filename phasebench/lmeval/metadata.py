@@ -45,7 +45,7 @@ def _min_lengths() -> str:
 
 def knobs() -> tuple[Knob, ...]:
     """Every ``--metadata`` key a phasebench task reads, in the order the help shows them."""
-    from phasebench.lmeval.data import DEFAULT_LENGTHS, DEFAULT_MODULUS
+    from phasebench.lmeval.data import DEFAULT_LENGTHS, DEFAULT_MODULUS, DEFAULT_SEED
     from phasebench.metrics import METRIC_SETS
 
     return (
@@ -55,7 +55,7 @@ def knobs() -> tuple[Knob, ...]:
         Knob("n_base", _n_base_default(),
              'base items per length: one number or {"kv": 32, "niah": 16}; kv and niah need a '
              "multiple of P, at least 2P; code: n_base x 4 styles a multiple of P, at least 2P"),
-        Knob("seed", "0", "generation seed"),
+        Knob("seed", str(DEFAULT_SEED), "generation seed"),
         Knob("metrics", METRIC_SETS[0], f"metric set: {' or '.join(METRIC_SETS)}"),
         Knob("length_phases", "off", 'kv, niah: true adds the prompt-length axis (each base item '
              'at lengths L..L+P-1, the needle at one phase), "crossed" every needle phase at '
@@ -85,7 +85,7 @@ OTHER_KEYS = (
 NEAR_MISS = 0.84
 
 
-def known_keys() -> tuple[str, ...]:
+def _known_keys() -> tuple[str, ...]:
     return (*(k.name for k in knobs()), *OTHER_KEYS)
 
 
@@ -94,7 +94,7 @@ def check_keys(keys: Iterable[str], *, strict: bool) -> None:
     key (``phasebench eval``, which sees ``--metadata`` alone); otherwise only a near miss of a
     knob (:data:`NEAR_MISS`), since lm-eval mixes the model arguments in."""
     names = [k.name for k in knobs()]
-    known = set(known_keys())
+    known = set(_known_keys())
     for key in keys:
         if key in known:
             continue

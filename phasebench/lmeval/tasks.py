@@ -114,7 +114,7 @@ def phase_metric_names(
     return [n for s in chosen for n in _names(s, modulus, metrics)]
 
 
-def sample_metrics() -> set[str]:
+def _sample_metrics() -> set[str]:
     """Per-sample numbers (the YAML aggregates them with lm-eval's ``mean``); their per-length
     copies are phase aggregates like the others. The designs are phase-balanced, so the plain
     mean of ``acc`` is the phase-balanced mean."""
@@ -128,7 +128,7 @@ def metric_keys(
     pooled value lm-eval computes itself) and per-length copies (always with ``full``, with the
     default set only when more than one length ran)."""
     per_length = metrics == "full" or len(lengths) > 1
-    per_sample = sample_metrics()
+    per_sample = _sample_metrics()
     keys = []
     for name in phase_metric_names(family, modulus, metrics, axes):
         if name not in per_sample:
@@ -223,7 +223,7 @@ def process_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str,
         out["margin"] = margin
     length = config_length(doc)
     axes = "both" if doc.get("length_phase") is not None else "needle"
-    per_sample = sample_metrics()
+    per_sample = _sample_metrics()
     for name in phase_metric_names(doc["family"], int(doc["phase_modulus"]), "full", axes):
         if name not in per_sample:
             out[metric_key(name, None)] = record
@@ -234,7 +234,7 @@ def process_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str,
 # -- aggregation ---------------------------------------------------------------------------------
 
 
-def summary_metrics(summary: Mapping[str, Any]) -> dict[str, float]:
+def _summary_metrics(summary: Mapping[str, Any]) -> dict[str, float]:
     """The lm-eval metric values of one :func:`phasebench.stats.summarize_samples` result:
     every declared statistic with an lm-eval name that the summary has, with its interval."""
     nan = float("nan")
@@ -266,7 +266,7 @@ def _summaries(records: tuple[ScoredRecord, ...]) -> dict[str, float]:
     """Every phase aggregate of one set of records, computed once (lm-eval asks per metric)."""
     from phasebench.stats import summarize_samples
 
-    return summary_metrics(summarize_samples(records))
+    return _summary_metrics(summarize_samples(records))
 
 
 def aggregate(items: Sequence[Sequence[Any]], *, name: str) -> float:
@@ -295,7 +295,7 @@ class _PhaseTaskBase:
         axes = "needle"
         if docs[0].get("length_phase") is not None:
             axes = "both" if str(metadata.get("length_phases")) == "crossed" else "length"
-        self._phasebench_keys = {*sample_metrics(), SERVED_KEY}
+        self._phasebench_keys = {*_sample_metrics(), SERVED_KEY}
         compat.add_phase_metric(self, SERVED_KEY, served_verified_share, True)
         for key in metric_keys(family, modulus, lengths, metrics, axes):
             name = parse_metric_key(key)[0]

@@ -71,7 +71,7 @@ def analyse(
     P, R = plan.modulus, plan.rounds
     kept = [a.witnessed is not False for a in answers]  # a server that counted another prompt
     excluded = kept.count(False)
-    tested, slopes = detrend(answers, values, kept) if R >= 2 else (list(values), {})
+    tested, slopes = _detrend(answers, values, kept) if R >= 2 else (list(values), {})
     rows = {style: i for i, style in enumerate(plan.styles)}
     matrix = np.full((len(plan.styles) * R, P), np.nan)
     raw = np.full_like(matrix, np.nan)
@@ -100,7 +100,7 @@ def analyse(
     witness = _witness(answers)
     right = _rightness(answers, values, measure, expect)
     controls = (
-        control_folds(answers, phase_residuals(answers, tested, kept, P), kept, P)
+        _control_folds(answers, _phase_residuals(answers, tested, kept, P), kept, P)
         if summary is not None
         else {}
     )
@@ -135,7 +135,7 @@ def analyse(
     return ProbeResult(data)
 
 
-def detrend(
+def _detrend(
     answers: Sequence[Answer], values: Sequence[float], kept: Sequence[bool]
 ) -> tuple[list[float], dict[str, float]]:
     """Each value minus its style's drift with the shift, and the drift's slopes.
@@ -170,7 +170,7 @@ def detrend(
     return out, slopes
 
 
-def control_moduli(modulus: int, n_shifts: int) -> list[int]:
+def _control_moduli(modulus: int, n_shifts: int) -> list[int]:
     """Fold periods that share no factor with the modulus (so no stride dividing it folds onto
     them) and fit at least twice into the shifts: 5, 7, 9, 11, 13, 15 for modulus 8 and 32."""
     return [
@@ -180,7 +180,7 @@ def control_moduli(modulus: int, n_shifts: int) -> list[int]:
     ]
 
 
-def phase_residuals(
+def _phase_residuals(
     answers: Sequence[Answer], tested: Sequence[float], kept: Sequence[bool], modulus: int
 ) -> list[float]:
     """``tested`` less its mean at each phase (over the kept shifts): what the phase does not
@@ -198,11 +198,11 @@ def phase_residuals(
     return [float(t - means[a.rendering.phase]) for a, t in zip(answers, tested, strict=True)]
 
 
-def control_folds(
+def _control_folds(
     answers: Sequence[Answer], tested: Sequence[float], kept: Sequence[bool], modulus: int
 ) -> dict[str, float]:
     """The permutation p-value (:func:`phasebench.stats.summarize`) of the values (the phase
-    residuals, :func:`phase_residuals`) folded at each control period (:func:`control_moduli`):
+    residuals, :func:`_phase_residuals`) folded at each control period (:func:`_control_moduli`):
     rows are runs of q consecutive shifts.
 
     A rhythm of phase mod P averages out when folded at a period coprime with P; a margin that
@@ -216,7 +216,7 @@ def control_folds(
         by_style.setdefault(a.rendering.style, []).append(i)
     n = min(len(v) for v in by_style.values())
     out = {}
-    for q in control_moduli(modulus, n):
+    for q in _control_moduli(modulus, n):
         rows = []
         for idx in by_style.values():
             for start in range(0, len(idx) - q + 1, q):

@@ -61,7 +61,7 @@ class Answer:
         return self.server_tokens == self.expected_tokens
 
 
-def is_api(model: str) -> bool:
+def _is_api(model: str) -> bool:
     return model in API_BACKENDS
 
 
@@ -103,11 +103,11 @@ def ask(
             f"{model} backend"
         )
     lm = compat.create_model(model, model_args, batch_size=1, device=device)
-    responses = compat.record_responses(lm) if is_api(model) else None
+    responses = compat.record_responses(lm) if _is_api(model) else None
     answers = []
     for r in _progress(plan.renderings, progress):
         context = _context(lm, plan, r)
-        checked = not is_api(model) and hasattr(lm, "tok_encode")
+        checked = not _is_api(model) and hasattr(lm, "tok_encode")
         if checked:
             _check_backend_ids(lm, tok, plan, r, context)
         doc = {"id": f"{r.style}-k{r.shift:03d}", "prompt": r.content}

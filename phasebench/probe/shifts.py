@@ -12,7 +12,7 @@ can merge with the text around the marker). For each padding style the lengths t
 padding by exactly one token are *measured* on the whole prompt, in batches, for this tokenizer,
 this chat template and this BOS behaviour: for every wanted count the shortest longer padding
 whose whole-prompt encoding is an exact splice of that many tokens. Every final rendering is then
-encoded whole once more and checked (:func:`check_splice`), and a style that cannot be inserted
+encoded whole once more and checked (:func:`_check_splice`), and a style that cannot be inserted
 exactly at this marker is left out with its reason.
 
 The styles are the ``code`` family's four padding blocks (a docstring of ``=``, comment banners of
@@ -63,7 +63,7 @@ class Frame:
         return self.head + content + self.tail
 
 
-def plain_frame() -> Frame:
+def _plain_frame() -> Frame:
     return Frame()
 
 
@@ -150,7 +150,7 @@ def reference(tok: PhaseTokenizer, frame: Frame, prompt: ProbePrompt) -> Referen
     return Reference(content, tuple(ids), chars, tokens)
 
 
-def splice_count(ref: Reference, ids: Sequence[int], at: int) -> int | None:
+def _splice_count(ref: Reference, ids: Sequence[int], at: int) -> int | None:
     """``len(X)`` if ``ids`` is exactly ``ref.ids[:at] + X + ref.ids[at:]`` with X not empty,
     else None."""
     r = ref.ids
@@ -160,7 +160,7 @@ def splice_count(ref: Reference, ids: Sequence[int], at: int) -> int | None:
     return n
 
 
-def check_splice(ref: Reference, ids: Sequence[int], pads: Sequence[int]) -> bool:
+def _check_splice(ref: Reference, ids: Sequence[int], pads: Sequence[int]) -> bool:
     """Whether ``ids`` is the reference with ``pads[0]`` tokens spliced in at ``{{shift}}`` (and
     ``pads[1]`` at ``{{balance}}``) and every reference id unchanged, in order."""
     r = ref.ids
@@ -189,7 +189,7 @@ class PadTable:
     sizes: tuple[int, ...]
 
 
-def measure_pads(
+def _measure_pads(
     tok: PhaseTokenizer,
     frame: Frame,
     ref: Reference,
@@ -217,7 +217,7 @@ def measure_pads(
             content[:at_char] + _pad_text(style, n, tok, custom) + content[at_char:] for n in todo
         ]
         for n, ids in zip(todo, _encode(tok, frame, texts) if todo else [], strict=True):
-            seen[n] = (len(ids) - len(ref.ids), splice_count(ref, ids, at) is not None)
+            seen[n] = (len(ids) - len(ref.ids), _splice_count(ref, ids, at) is not None)
         return [seen[n] for n in ns]
 
     def scan(lo: int, hi: int, want: int | None) -> int | None:
@@ -383,7 +383,7 @@ def plan_shifts(
         )
     if CUSTOM in styles and not custom:
         raise ProbeError("the 'custom' padding style needs the filler line (--filler TEXT)")
-    frame = frame or plain_frame()
+    frame = frame or _plain_frame()
     ref = reference(tok, frame, prompt)
     n = modulus * rounds
     markers = (SHIFT, BALANCE) if prompt.paired else (SHIFT,)
@@ -393,7 +393,7 @@ def plan_shifts(
         if progress:
             progress(style)
         try:
-            tables = [measure_pads(tok, frame, ref, style, m, n, custom) for m in markers]
+            tables = [_measure_pads(tok, frame, ref, style, m, n, custom) for m in markers]
             renderings.extend(_render(tok, frame, ref, prompt, tables, modulus, custom))
         except ProbeError as exc:
             refused[style] = str(exc)
@@ -407,7 +407,7 @@ def plan_shifts(
         )
     plan = ShiftPlan(prompt, modulus, rounds, frame, ref, tuple(renderings), tuple(used), refused)
     if choices:
-        check_choices(tok, plan, choices)
+        _check_choices(tok, plan, choices)
         plan = ShiftPlan(**{**plan.__dict__, "choices": tuple(choices)})
     return plan
 
@@ -442,7 +442,7 @@ def _render(
     for k, ((content, texts), ids, counts) in enumerate(
         zip(out_content, encoded, pads, strict=True)
     ):
-        if not check_splice(ref, ids, counts):
+        if not _check_splice(ref, ids, counts):
             raise ProbeError(
                 f"the {tables[0].style} padding of shift {k} does not re-encode as an exact "
                 f"splice of {list(counts)} tokens in the whole prompt"
@@ -473,7 +473,7 @@ def _render(
     return out
 
 
-def check_choices(tok: PhaseTokenizer, plan: ShiftPlan, choices: Sequence[str]) -> None:
+def _check_choices(tok: PhaseTokenizer, plan: ShiftPlan, choices: Sequence[str]) -> None:
     """Each choice must add exactly one token after every rendering, the prompt's own ids
     unchanged (lm-eval scores the continuation's tokens; a two-token choice would compare sums
     of different lengths, and a merge would move the prompt's last token)."""

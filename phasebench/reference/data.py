@@ -33,12 +33,12 @@ class Batch:
     labels: torch.Tensor  # (B, T), -100 where no loss
 
 
-def answer_text(value: str) -> str:
+def _answer_text(value: str) -> str:
     """What follows ``... is`` in a prompt: the value as the model should generate it."""
     return f" {value}\n"
 
 
-def answer_line(key: str) -> str:
+def _answer_line(key: str) -> str:
     """The answer line of the kv question template (its last line) for ``key``: the extra
     questions of a training sequence use only this line, which carries the same cue (``... of
     KEY is``) at a third of the cost of the whole question."""
@@ -66,11 +66,11 @@ def sequences(
         rng = derive_rng(spec.seed, "reference-train", row["id"])
         records = RECORD.findall(row["prompt"])
         picks = rng.choice(len(records), size=min(extra_questions, len(records)), replace=False)
-        pieces = [(row["prompt"], False), (answer_text(row["answer"]), True)]
+        pieces = [(row["prompt"], False), (_answer_text(row["answer"]), True)]
         for i in picks:
             key, value = records[int(i)]
-            pieces += [(answer_line(key), False)]
-            pieces += [(answer_text(value), True)]
+            pieces += [(_answer_line(key), False)]
+            pieces += [(_answer_text(value), True)]
         encoded = tok.piece_ids([p for p, _ in pieces])  # exact: the tokenizer has no merges
         ids: list[int] = []
         labels: list[int] = []

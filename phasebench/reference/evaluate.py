@@ -12,13 +12,15 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
+from phasebench.metrics import SEED
 from phasebench.reference import DEMO_N_BASE, EVAL_LENGTH
 from phasebench.reference.model import PhaseRefModel
+from phasebench.specs import DEFAULT_MODULUS, DEFAULT_SEED
 from phasebench.tokenization import PhaseTokenizer
 
 
 @torch.no_grad()
-def greedy_answers(
+def _greedy_answers(
     model: PhaseRefModel,
     tok: PhaseTokenizer,
     prompts: Sequence[str],
@@ -45,12 +47,12 @@ def greedy_answers(
     return out
 
 
-def prefix_match(generation: str, answer: str) -> int:
+def _prefix_match(generation: str, answer: str) -> int:
     """1 when the stripped generation starts with the gold answer."""
     return int(generation.strip().startswith(answer.strip()))
 
 
-def phase_accuracy(rows: Sequence[dict], correct: Sequence[int], modulus: int) -> np.ndarray:
+def _phase_accuracy(rows: Sequence[dict], correct: Sequence[int], modulus: int) -> np.ndarray:
     """Accuracy per phase (fractions)."""
     phases = np.array([r["phase"] for r in rows])
     c = np.asarray(correct, dtype=float)
@@ -58,7 +60,7 @@ def phase_accuracy(rows: Sequence[dict], correct: Sequence[int], modulus: int) -
 
 
 def evaluate_folder(
-    folder, length: int = EVAL_LENGTH, n_base: int = DEMO_N_BASE, seed: int = 0
+    folder, length: int = EVAL_LENGTH, n_base: int = DEMO_N_BASE, seed: int = DEFAULT_SEED
 ) -> dict:
     """Phase profile of a saved model on a freshly generated ``kv`` config for its tokenizer."""
     from pathlib import Path
@@ -72,9 +74,9 @@ def evaluate_folder(
     tok = load_tokenizer(str(folder))
     spec = SplitSpec(family="kv", length=length, n_base=n_base, seed=seed, tokenizer=str(folder))
     rows = list(kv.prepare(spec, tok).render(range(n_base)))
-    gens = greedy_answers(model, tok, [r["prompt"] for r in rows])
-    correct = [prefix_match(g, r["answer"]) for g, r in zip(gens, rows, strict=True)]
-    acc = phase_accuracy(rows, correct, spec.modulus)
+    gens = _greedy_answers(model, tok, [r["prompt"] for r in rows])
+    correct = [_prefix_match(g, r["answer"]) for g, r in zip(gens, rows, strict=True)]
+    acc = _phase_accuracy(rows, correct, spec.modulus)
     return {
         "model": str(folder),
         "rows": rows,
@@ -83,12 +85,14 @@ def evaluate_folder(
     }
 
 
-def phase_summary(result: dict, seed: int = 0):
-    """``phasebench.stats.summarize`` of an :func:`evaluate_folder` result (8 phases)."""
+def phase_summary(result: dict, seed: int = SEED):
+    """``phasebench.stats.summarize`` of an :func:`evaluate_folder` result (its split's
+    default modulus, :data:`~phasebench.specs.DEFAULT_MODULUS`, phases), ``seed`` the
+    statistics' own."""
     from phasebench.stats import phase_matrix, summarize
 
     rows = result["rows"]
     matrix = phase_matrix(
-        [r["base_id"] for r in rows], [r["phase"] for r in rows], result["correct"], 8
+        [r["base_id"] for r in rows], [r["phase"] for r in rows], result["correct"], DEFAULT_MODULUS
     )
     return summarize(matrix, seed=seed)

@@ -92,7 +92,7 @@ def component_table(tokens: list[str]) -> tuple[list[list[int]], int]:
     return table, len(names) + 1
 
 
-def build_tokenizer() -> Tokenizer:
+def _build_tokenizer() -> Tokenizer:
     """The Rust tokenizer (deterministic: same vocabulary, same ids, same JSON)."""
     vocab = {tok: i for i, tok in enumerate(vocabulary())}
     tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token=UNK))
@@ -108,7 +108,7 @@ def save_tokenizer(folder: Path) -> Path:
     from phasebench.atomic import atomic_write_text
 
     folder = Path(folder)
-    atomic_write_text(folder / "tokenizer.json", build_tokenizer().to_str(pretty=True))
+    atomic_write_text(folder / "tokenizer.json", _build_tokenizer().to_str(pretty=True))
     config = {
         "tokenizer_class": "PreTrainedTokenizerFast",
         "pad_token": PAD,

@@ -61,14 +61,16 @@ SETTINGS_OVERRIDES: dict[str, dict] = {
 }
 
 
-def settings_for(variant: str, seed: int = 0) -> TrainSettings:
+def settings_for(variant: str, seed: int | None = None) -> TrainSettings:
     """The settings ``phasebench reference train VARIANT`` uses (those of the committed weights):
-    the shared recipe, except for the variants of :data:`SETTINGS_OVERRIDES`."""
+    the shared recipe, except for the variants of :data:`SETTINGS_OVERRIDES`; ``seed`` replaces
+    the recipe's own (:attr:`TrainSettings.seed`) when given."""
     if variant not in VARIANTS:
         raise PhasebenchError(
             f"unknown reference variant {variant!r}; expected one of {', '.join(VARIANTS)}"
         )
-    return replace(TrainSettings(seed=seed), **SETTINGS_OVERRIDES.get(variant, {}))
+    settings = TrainSettings() if seed is None else TrainSettings(seed=seed)
+    return replace(settings, **SETTINGS_OVERRIDES.get(variant, {}))
 
 
 def make_model(variant: str, settings: TrainSettings) -> PhaseRefModel:
@@ -95,7 +97,7 @@ def make_model(variant: str, settings: TrainSettings) -> PhaseRefModel:
     return model
 
 
-def answer_loss(model: PhaseRefModel, batch: data.Batch) -> torch.Tensor:
+def _answer_loss(model: PhaseRefModel, batch: data.Batch) -> torch.Tensor:
     """Cross-entropy on answer tokens only (logits computed only where they are needed)."""
     h = model.hidden(batch.input_ids)[:, :-1]
     target = batch.labels[:, 1:]
@@ -143,7 +145,7 @@ def _train(
     running = 0.0
     for step in range(settings.steps):
         batch = next(stream)
-        loss = answer_loss(model, batch)
+        loss = _answer_loss(model, batch)
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from phasebench.errors import StatsError
-from phasebench.metrics import ALPHA
+from phasebench.metrics import ALPHA, SEED
 from phasebench.rng import derive_rng
 from phasebench.specs import MAX_MODULUS
 from phasebench.stats._common import _check_alpha, _check_modulus
@@ -19,7 +19,7 @@ def power_curve(
     alpha: float = ALPHA,
     *,
     n_sim: int = 4000,
-    seed: int = 0,
+    seed: int = SEED,
 ) -> float:
     """Power of the gap test with ``n_base`` items, estimated by simulation (see power_n_base)."""
     hi, lo = _power_profile(acc, gap, modulus)
@@ -42,7 +42,7 @@ def power_n_base(
     power: float = 0.8,
     *,
     n_sim: int = 4000,
-    seed: int = 0,
+    seed: int = SEED,
     max_n: int = 1_000_000,
 ) -> int:
     """Base items needed so the gap test detects ``gap`` at average accuracy ``acc``.

@@ -128,7 +128,7 @@ class PhaseSummary:
     alpha: float = ALPHA
     n_boot: int = 0
     n_perm: int = 0
-    seed: int = 0
+    seed: int = SEED
     #: Share of the profile's variation whose smallest period is S (DFT power, DC excluded).
     spectrum: dict[int, float] = field(default_factory=dict)
     #: p-value of "the profile is periodic with period S" for each divisor S (Hotelling's T²

@@ -146,6 +146,7 @@ FAMILY = Family(
     extra_prompt_tokens=ITEM_TOKENS,
     min_length=0,
     default_lengths=(0,),
+    item_rendering=f"swept over {len(STYLES)} padding styles x {SWEEP} lengths",
     anchor_is_answer=True,
     no_phase_axes="sweeps its prompt length already (its anchor is the prompt's last token)",
     hub_task_category="text-generation",
