@@ -101,9 +101,9 @@ def check_fingerprint(manifest: dict, tok: PhaseTokenizer) -> None:
 _WORK: tuple | None = None
 
 
-def _row_problems(row: dict) -> tuple[list[str], np.ndarray | None]:
-    """The exact-path problems of one row, each named by the row's id (a worker's task), and,
-    when the prefill figures are checked, its exact token ids."""
+def _verify_one(row: dict) -> tuple[list[str], np.ndarray | None]:
+    """Re-encode one row (a worker's task): its exact-path problems, each named by the row's id,
+    and, when the prefill figures are checked, its exact token ids."""
     tok, family, with_ids = _WORK  # type: ignore[misc]
     try:
         ids = np.asarray(tok.encode(row["prompt"]), dtype=np.int64) if with_ids else None
@@ -206,14 +206,14 @@ def verify_config(
             selected = prompts.texts(selected)
         if num_proc > 1:
             with multiprocessing.get_context("fork").Pool(num_proc) as pool:
-                for found, ids in pool.imap(_row_problems, selected, chunksize=4):
+                for found, ids in pool.imap(_verify_one, selected, chunksize=4):
                     report.problems += found
                     if prompts is not None:
                         prompts.add(ids)
                     bar.update()
         else:
             for row in selected:
-                found, ids = _row_problems(row)
+                found, ids = _verify_one(row)
                 report.problems += found
                 if prompts is not None:
                     prompts.add(ids)
