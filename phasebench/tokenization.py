@@ -220,8 +220,8 @@ class PhaseTokenizer:
         only special or empty tokens cover).
 
         The whole text is encoded as :meth:`encode_with_offsets` encodes it; the spans are read
-        where the encoding keeps them (``char_to_token``) rather than copied out as Python
-        tuples, which took a seventh of the time of a 128K-token prompt."""
+        where the encoding keeps them (``char_to_token``) rather than copied out as a Python
+        tuple per token."""
         enc = self.hf(text)
         n = len(enc["input_ids"])
         result = []

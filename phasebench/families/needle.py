@@ -256,8 +256,8 @@ def _render_item(plan: NeedlePlan, b: int) -> Iterator[dict]:
     pool = content.pool
     body = item.body.tolist()  # Python ints: indexing the pool with them is several times faster
     before = "".join([content.header, *[pool[i] for i in body[: item.split]]])
-    tail = "".join([*[pool[i] for i in body[item.split :]], filler.line(item.leftover - extra),
-                    item.needle.question])  # fmt: skip
+    after = [pool[i] for i in body[item.split :]]
+    tail = "".join([*after, filler.line(item.leftover - extra), item.needle.question])
     x = int(item.y + extra)
     for delta, more in plan.renderings(b):
         head = before + filler.line(plan.pad + extra + delta) + item.needle.lead

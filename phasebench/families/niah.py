@@ -201,8 +201,8 @@ class KeySearch:
 
     Such a key occurs in the text exactly where it occurs inside one of the text's runs of
     lowercase letters, so it is searched for among the distinct runs, one per line: a few
-    thousand words instead of the 1.8 million characters of a 128K haystack pool (0.9 ms per
-    key). Any other key is searched for in the text itself."""
+    thousand words instead of the whole pool text of a 128K config, searched once for every
+    needle drawn. Any other key is searched for in the text itself."""
 
     def __init__(self, text: str) -> None:
         self.text = text
