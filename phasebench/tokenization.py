@@ -215,15 +215,20 @@ class PhaseTokenizer:
         return list(enc["input_ids"]), [tuple(o) for o in enc["offset_mapping"]]
 
     def token_index_at(self, text: str, char_positions: Sequence[int]) -> tuple[int, list[int]]:
-        """Exact path: total length of ``text`` and the index of the token holding each char."""
-        ids, offsets = self.encode_with_offsets(text)
-        starts = np.array([s if e > s else -1 for s, e in offsets])
-        ends = np.array([e if e > s else -1 for s, e in offsets])
+        """Exact path: total length of ``text`` and the index of the first token whose character
+        span holds each char (-1 where none does: a position outside the text, or a character
+        only special or empty tokens cover).
+
+        The whole text is encoded as :meth:`encode_with_offsets` encodes it; the spans are read
+        where the encoding keeps them (``char_to_token``) rather than copied out as a Python
+        tuple per token."""
+        enc = self.hf(text)
+        n = len(enc["input_ids"])
         result = []
         for c in char_positions:
-            hits = np.nonzero((starts <= c) & (ends > c))[0]
-            result.append(int(hits[0]) if len(hits) else -1)
-        return len(ids), result
+            hit = enc.char_to_token(c) if 0 <= c < len(text) else None
+            result.append(-1 if hit is None else int(hit))
+        return n, result
 
     # -- fast path ---------------------------------------------------------------------------
     def piece_ids(self, pieces: Sequence[str], at_start: bool = False) -> list[list[int]]:

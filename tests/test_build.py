@@ -8,7 +8,7 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from phasebench.build import generate, read_manifest, units_per_chunk
+from phasebench.build import content_hash, generate, iter_rows, read_manifest, units_per_chunk
 from phasebench.errors import PhasebenchError, TokenizerError
 from phasebench.specs import SplitSpec
 from phasebench.verification import verify_config
@@ -112,3 +112,46 @@ def test_overwrite_replaces_a_config(deepseek, tmp_path):
     generate([spec.replace(seed=1)], tmp_path, overwrite=True, progress=False, tokenizer=deepseek)
     assert json.loads((tmp_path / "kv_1024" / "spec.json").read_text())["seed"] == 1
     assert read_manifest(tmp_path / "kv_1024")["spec"]["seed"] == 1
+
+
+def json_hash(rows):
+    """The content hash as defined: each row's sorted-key JSON in UTF-8, then a newline."""
+    h = hashlib.sha256()
+    for row in rows:
+        h.update(json.dumps(row, sort_keys=True, ensure_ascii=False).encode("utf-8") + b"\n")
+    return h.hexdigest()
+
+
+#: Long strings (escaped without the json module when they have no control character but the
+#: newline) and short ones, with every character JSON escapes or might be thought to.
+AWKWARD = 'say "hi" \\ back\\slash\nnew line\ttab\x00nul\x1f\x7f \u00e9 \U0001f642 \u2028 '
+LONG_TEXTS = [
+    AWKWARD * 200,
+    'plain "quoted" \\ text\n' * 400,
+    "\u00e9\U0001f642\n" * 3000,
+    "x" * 4096,
+    "x" * 4095,
+    "\r\n" * 3000,
+]
+
+
+def test_content_hash_is_the_json_definition(unsharded):
+    rows = list(iter_rows(unsharded / MULTI.config_name))
+    assert content_hash(rows) == json_hash(rows)
+    odd = [
+        {
+            "prompt": s,
+            "choices": ["a", s],
+            "n": 1,
+            "f": 0.1,
+            "b": True,
+            "none": None,
+            "nested": {"z": 1, "a": [s[:10]]},
+            "\u00e9 key": s[:5],
+        }
+        for s in LONG_TEXTS
+    ]
+    odd += [{}, {1: "x" * 5000, 2: "y"}, {"only": "z" * 5000}]
+    for row in odd:
+        assert content_hash([row]) == json_hash([row]), row.keys()
+    assert content_hash(rows[:3] + odd) == json_hash(rows[:3] + odd)

@@ -126,6 +126,22 @@ def test_key_is_absent_from_the_haystack_and_random_per_item(deepseek):
     assert all(re.fullmatch(r"[a-z]{6,}", k) for k in keys)
 
 
+def test_key_search_finds_what_the_text_holds():
+    """``KeySearch`` answers ``key in text``: for keys inside words, across word and line ends,
+    in capitalised words, of other characters, and for keys the text lacks."""
+    text = "Velmorax met the brakai. Drouth-stone;\nquiet  Zebra tra\u00efl x"
+    search = niah.KeySearch(text)
+    words = re.findall(r"[A-Za-z\u00e0-\u00ff]+", text)
+    probes = {w[i:j] for w in words for i in range(len(w)) for j in range(i + 1, len(w) + 1)}
+    probes |= {text[i : i + n] for n in (2, 5, 9) for i in range(len(text) - n)}  # spans seams
+    probes |= {"velmorax", "elmorax", "brakaid", "stonequiet", "zebra", "ebra", "", "e\nq"}
+    rng = derive_rng(0, "key-search")
+    probes |= {niah.key_word(rng) for _ in range(200)}
+    assert any(p in text for p in probes) and any(p not in text for p in probes)
+    for probe in probes:
+        assert (probe in search) == (probe in text), probe
+
+
 def haystack_text() -> str:
     """A user text unlike the built-in prose: paragraphs, dialogue, abbreviations, digits."""
     rng = derive_rng(0, "test-haystack")

@@ -105,3 +105,28 @@ def test_an_uncached_hub_tokenizer_offline_fails_at_once_with_the_reason(tmp_pat
     (line,) = done.stderr.strip().splitlines()
     assert "'nosuchorg/nosuchmodel' is not a local file or folder" in line and reason in line
     assert not (tmp_path / "out").exists()
+
+
+#: Texts whose characters fall in every kind of token span: multi-byte characters split into
+#: byte tokens, runs of spaces, tabs and newlines, leading and trailing spaces.
+SPAN_TEXTS = (
+    "key: tkd241 value 67067\nQuestion: what is tkd241?",
+    " naïve café \u2014 \U0001f642 emoji  double  spaces\tand\ttabs\n\n end ",
+)
+
+
+@pytest.mark.parametrize(
+    "fixture", ["deepseek", "deepseek_bos", "wordpiece", "unigram", "smollm2", "mistral_v1"]
+)
+def test_token_index_at_is_the_first_token_whose_span_holds_the_char(fixture, request):
+    """The exact path reads positions from the encoding's own spans; on every character (and
+    outside the text) it names the first token of the offset mapping that holds it, or -1."""
+    tok = request.getfixturevalue(fixture)
+    for text in SPAN_TEXTS:
+        ids, offsets = tok.encode_with_offsets(text)
+        positions = [-3, -1, *range(len(text)), len(text), len(text) + 7, 2**70]
+        n, found = tok.token_index_at(text, positions)
+        assert n == len(ids) == len(tok.encode(text))
+        for c, got in zip(positions, found, strict=True):
+            hits = [i for i, (start, end) in enumerate(offsets) if start <= c < end]
+            assert got == (hits[0] if hits else -1), (fixture, text, c)
