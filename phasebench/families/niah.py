@@ -186,7 +186,7 @@ def merge_seams(tok: PhaseTokenizer, pieces: list[str]) -> list[str]:
 # -- needles ------------------------------------------------------------------------------------
 
 
-def _key_word(rng: np.random.Generator) -> str:
+def key_word(rng: np.random.Generator) -> str:
     """A made-up three-syllable word, e.g. ``velmorax``."""
     parts = []
     for _ in range(3):
@@ -251,7 +251,7 @@ def content(spec: SplitSpec, tok: PhaseTokenizer) -> engine.NeedleContent:
 
     def draw_needle(r: np.random.Generator) -> engine.Needle:
         for _ in range(engine.MAX_NEEDLE_DRAWS):
-            key = _key_word(r)
+            key = key_word(r)
             if key not in searched:
                 break
         else:
