@@ -44,7 +44,7 @@ def prefill_tokens(sequences: Iterable[Sequence[int]]) -> dict[str, Any]:
         "prompts": n,
         "prefill_tokens": total,
         "prefill_tokens_prefix_cache": cached,
-        "prefix_cache_saving": round(1 - cached / total, 4) if total else 0.0,
+        "prefix_cache_saving": saving(cached, total),
     }
 
 
@@ -129,15 +129,14 @@ def order_figures(
         previous = i
     return {
         "prefill_tokens_prefix_cache": cached,
-        "prefix_cache_saving": saving(cached, {"prefill_tokens": sum(int(n) for n in lengths)}),
+        "prefix_cache_saving": saving(cached, sum(int(n) for n in lengths)),
         "items_together": adjacent_renderings([base_ids[i] for i in order]),
     }
 
 
-def saving(cached: int, entry: dict[str, Any]) -> float:
-    """The share of ``entry``'s prefill tokens a cache that leaves ``cached`` of them saves
-    (four decimals, as the manifest states it)."""
-    total = int(entry["prefill_tokens"])
+def saving(cached: int, total: int) -> float:
+    """The share of ``total`` prefill tokens a cache that leaves ``cached`` of them saves (four
+    decimals, as the manifest states it)."""
     return round(1 - cached / total, 4) if total else 0.0
 
 

@@ -279,7 +279,9 @@ class _PrefillCheck:
         else:
             found = prefill.figures(self.lengths, lambda i, j: 0, None, self.base_ids)
             found["stored_order"]["prefill_tokens_prefix_cache"] = self.cached
-            found["stored_order"]["prefix_cache_saving"] = prefill.saving(self.cached, found)
+            found["stored_order"]["prefix_cache_saving"] = prefill.saving(
+                self.cached, int(found["prefill_tokens"])
+            )
             found["lm_eval_order"] = self.claimed.get("lm_eval_order")
             if found["lm_eval_order"] is not None:
                 self.notes.append(
