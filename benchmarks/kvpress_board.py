@@ -33,15 +33,16 @@ from phasebench.kvpress import audit
 from phasebench.kvpress.presses import parse_press
 
 #: name -> the press's model arguments (kvpress press, inner scorer, its fields).
+Q = 0.25
 PRESSES: dict[str, dict] = {
     "none": {"press": None},
     "chunk4": {"press": "chunk", "inner": "knorm", "chunk_length": 4, "compression_ratio": 0.1},
     "chunk8": {"press": "chunk", "inner": "knorm", "chunk_length": 8, "compression_ratio": 0.1},
-    "chunkkv4": {"press": "chunkkv", "inner": "knorm", "chunk_length": 4, "compression_ratio": 0.25},
-    "chunkkv8": {"press": "chunkkv", "inner": "knorm", "chunk_length": 8, "compression_ratio": 0.25},
-    "knorm": {"press": "knorm", "compression_ratio": 0.25},
-    "snapkv": {"press": "snapkv", "compression_ratio": 0.25},
-    "streamingllm": {"press": "streamingllm", "compression_ratio": 0.25},
+    "chunkkv4": {"press": "chunkkv", "inner": "knorm", "chunk_length": 4, "compression_ratio": Q},
+    "chunkkv8": {"press": "chunkkv", "inner": "knorm", "chunk_length": 8, "compression_ratio": Q},
+    "knorm": {"press": "knorm", "compression_ratio": Q},
+    "snapkv": {"press": "snapkv", "compression_ratio": Q},
+    "streamingllm": {"press": "streamingllm", "compression_ratio": Q},
 }
 INDEX = "board.json"
 
@@ -77,8 +78,9 @@ def run(args: argparse.Namespace) -> int:
         variant = variant_name(name, args.length, args.modulus, args.n_base)
         folder = Path(args.work) / variant
         command = audit.eval_command(
-            base | values, "niah", args.length, args.n_base, folder / "out", args.modulus, args.batch
-        )
+            base | values, "niah", args.length, args.n_base, folder / "out", args.modulus,
+            args.batch,
+        )  # fmt: skip
         prompts = args.n_base * args.modulus
         print(f"{variant}: {prompts} prompts", flush=True)
         timing = audit.run_one(command, folder, threads=args.threads)
