@@ -59,4 +59,6 @@ def test_staged_run_sends_each_prompt_once_in_prefixes_of_base_items(tmp_path, m
     assert n == out.looks[-1]["prompts"] == N_BASE * 8
     record = json.loads(out.record.read_text())
     assert record["decision"]["verdict"] == "not significant" and record["prompts_sent"] == 512
+    # four looks, one model: every look after the first reused the model the first one loaded
+    assert record["model_loads"] == 1
     assert os.path.basename(out.record) == "staged.json"

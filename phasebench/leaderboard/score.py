@@ -36,6 +36,7 @@ import pandas as pd
 from phasebench import metrics
 from phasebench._version import __version__
 from phasebench.atomic import atomic_file, atomic_write_text, make_folder
+from phasebench.leaderboard import staged as _staged
 from phasebench.leaderboard.checks import WITNESSED
 from phasebench.leaderboard.summaries import board_summary
 from phasebench.leaderboard.validate import Outcome, Submission
@@ -183,6 +184,9 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
                 # not computed by the validating process, or computed where a statistic
                 # registered here is unknown
                 summary = board_summary(frame)
+            # a staged run stopped on a significant gap is a reading at its design's strength
+            mark = (sub.provenance.get("staged") or {}).get(f"{task}@{int(length)}")
+            summary = _staged.reading(summary, mark)
             axis = _board_axis(summary)
             phases = len(summary.get("phases") or summary.get("per_phase") or []) or modulus
             name = _board_key(task, int(length), modulus, axis, phases)
@@ -221,8 +225,8 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
                     "fixture": bool(sub.meta.get("fixture")),
                 }
             )
-            if staged := (sub.provenance.get("staged") or {}).get(f"{task}@{int(length)}"):
-                rows[-1]["staged"] = staged  # recomputed by validation, never the submitter's
+            if mark:
+                rows[-1]["staged"] = mark  # recomputed by validation, never the submitter's
         models[page] = detail
     rows = [_clean(r) for r in rows]
     for board in sorted({r["board"] for r in rows}):

@@ -137,3 +137,23 @@ def replay(
         "verdict": decision.verdict,
         "reason": decision.reason,
     }
+
+
+def reading(summary: Mapping[str, Any], mark: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """A board summary as the board shows it: for a staged run that stopped on a significant
+    gap (``mark``, from :func:`replay`), a reading, not a preview. Its design is the whole
+    split's ``n_base_design`` base items and the boundary holds the false-positive rate of that
+    design (docs/stats.md), so its evidence strength is the design's: the detectable gap of
+    ``n_base_design`` base items at the summary's phases and, from it, the preliminary mark.
+    Every other summary is returned as it is (a flat entry needs the whole design)."""
+    from phasebench import metrics
+
+    if not mark or mark.get("verdict") != "significant":
+        return summary
+    phases = len(summary.get("per_phase") or []) or int(summary.get("modulus") or 0)
+    detectable = metrics.detectable_gap(int(mark["n_base_design"]), phases)
+    return dict(
+        summary,
+        detectable_gap=detectable,
+        preliminary=detectable > metrics.PRELIMINARY_GAP + 1e-9,
+    )

@@ -37,6 +37,7 @@ __all__ = [
     "parse_run_args",
     "record_responses",
     "register_model",
+    "reusing_models",
     "request",
     "resolve_max_length",
     "run_cli",
@@ -185,6 +186,51 @@ def included_tasks_only() -> Iterator[None]:
         yield
     finally:
         lm_eval.tasks.TaskManager = base
+
+
+@contextlib.contextmanager
+def reusing_models() -> Iterator[dict[str, Any]]:
+    """Within the block, lm-eval builds a model once per model type and arguments: a later
+    ``simple_evaluate`` with the same ``--model``, ``--model_args``, batch size and device gets
+    the instance the first one loaded. Yields the loaded models (key -> instance), so a caller
+    can say how many loads there were.
+
+    ``simple_evaluate`` builds its model through ``lm_eval.api.registry.get_model(name)
+    .create_from_arg_string/obj(...)`` whenever ``model`` is a name; the block swaps the
+    registry lookup for one whose two constructors remember what they built. Passing the
+    instance itself (``simple_evaluate(model=lm)``) would also load once, but lm-eval then
+    records ``model_source: CUSTOM`` and the class name as the results' ``model``, which is not
+    what a run of the named backend records (the leaderboard reads both)."""
+    import lm_eval.api.registry as registry
+
+    lookup = registry.get_model
+    loaded: dict[str, Any] = {}
+
+    class _Remembering:
+        def __init__(self, name: str) -> None:
+            self._name = name
+            self._cls = lookup(name)
+
+        def __getattr__(self, attr: str) -> Any:
+            return getattr(self._cls, attr)
+
+        def _once(self, how: str, args: Any, config: Any) -> Any:
+            key = json.dumps([self._name, how, args, config], sort_keys=True, default=repr)
+            if key not in loaded:
+                loaded[key] = getattr(self._cls, how)(args, config)
+            return loaded[key]
+
+        def create_from_arg_string(self, args: str, config: Any = None) -> Any:
+            return self._once("create_from_arg_string", args, config)
+
+        def create_from_arg_obj(self, args: Mapping[str, Any], config: Any = None) -> Any:
+            return self._once("create_from_arg_obj", dict(args), config)
+
+    registry.get_model = _Remembering
+    try:
+        yield loaded
+    finally:
+        registry.get_model = lookup
 
 
 def task_names(include_path: str) -> set[str]:

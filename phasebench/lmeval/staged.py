@@ -130,18 +130,24 @@ def plan(ns: Any) -> Plan:
 
 
 def run_staged(
-    argv: Sequence[str], futility_gap: float | None = None, on_event: Events | None = None
+    argv: Sequence[str],
+    futility_gap: float | None = None,
+    on_event: Events | None = None,
+    *,
+    reuse_model: bool = True,
 ) -> StagedOutput:
     """Run the looks of ``argv`` (lm-eval ``run`` arguments, as ``phasebench eval`` takes them)
     until the design stops; ``futility_gap`` (a fraction) also stops when the gap's interval
-    ends below it."""
+    ends below it. The model is loaded at the first look and every later look reuses it
+    (:func:`phasebench.lmeval.compat.reusing_models`); ``reuse_model=False`` loads it at every
+    look, as phasebench did before (``benchmarks/staged_load.py`` measures the difference)."""
+    import contextlib
     import importlib.util
 
     from phasebench.atomic import atomic_write_text, make_folder
     from phasebench.lmeval import compat
-    from phasebench.lmeval.harness import output_folder, run_eval
-    from phasebench.report import build_report, runs_from_files
-    from phasebench.stats.sequential import BOUNDARY, decide
+    from phasebench.lmeval.harness import output_folder
+    from phasebench.stats.sequential import BOUNDARY
 
     if futility_gap is not None and not 0 < futility_gap < 1:
         raise EvalError(f"--futility_gap is a fraction in (0, 1), e.g. 0.3 (got {futility_gap})")
@@ -166,6 +172,47 @@ def run_staged(
         f"({design.rows_per_base} prompts each), level {BOUNDARY[0]} per look"
         + (f", futility below a gap of {100 * futility_gap:g} points" if futility_gap else "")
     )
+    with contextlib.ExitStack() as stack:
+        models = stack.enter_context(compat.reusing_models()) if reuse_model else None
+        decision, records, files = _looks(args, design, cache, futility_gap, say)
+        loads = len(models) if models is not None else len(records)
+    if decision is None:  # unreachable: a design has at least one look
+        raise EvalError("the staged design has no looks")
+    record = {
+        "format": 1,
+        "task": design.task,
+        "length": design.length,
+        "modulus": design.modulus,
+        "n_base": design.n_base,
+        "looks": list(design.looks),
+        "rows_per_base": design.rows_per_base,
+        "boundary": list(BOUNDARY),
+        "futility_gap": futility_gap,
+        "prompts_sent": records[-1]["prompts"],
+        "prompts_fixed": design.n_base * design.rows_per_base,
+        "decision": decision.to_dict(),
+        "model_loads": loads,
+        "stages": records,
+    }
+    path = atomic_write_text(
+        files[0].parent / STAGED_NAME, json.dumps(_finite(record), indent=2) + "\n"
+    )
+    return StagedOutput(decision, tuple(records), files, path, design)
+
+
+def _looks(
+    args: list[str],
+    design: Plan,
+    cache: str,
+    futility_gap: float | None,
+    say: Events,
+) -> tuple[Decision | None, list[dict[str, Any]], tuple[Path, ...]]:
+    """Run the looks in order until the design stops: the decision, every look's record and
+    the samples files of the last look."""
+    from phasebench.lmeval.harness import run_eval
+    from phasebench.report import build_report, runs_from_files
+    from phasebench.stats.sequential import BOUNDARY, decide
+
     records: list[dict[str, Any]] = []
     decision = None
     files: tuple[Path, ...] = ()
@@ -208,27 +255,7 @@ def run_staged(
             f"{decision.verdict} ({decision.reason})")  # fmt: skip
         if decision.stop:
             break
-    if decision is None:  # unreachable: a design has at least one look
-        raise EvalError("the staged design has no looks")
-    record = {
-        "format": 1,
-        "task": design.task,
-        "length": design.length,
-        "modulus": design.modulus,
-        "n_base": design.n_base,
-        "looks": list(design.looks),
-        "rows_per_base": design.rows_per_base,
-        "boundary": list(BOUNDARY),
-        "futility_gap": futility_gap,
-        "prompts_sent": records[-1]["prompts"],
-        "prompts_fixed": design.n_base * design.rows_per_base,
-        "decision": decision.to_dict(),
-        "stages": records,
-    }
-    path = atomic_write_text(
-        files[0].parent / STAGED_NAME, json.dumps(_finite(record), indent=2) + "\n"
-    )
-    return StagedOutput(decision, tuple(records), files, path, design)
+    return decision, records, files
 
 
 def _finite(value: Any) -> Any:
