@@ -130,8 +130,11 @@ def task_yaml(path: str | PathLike[str]) -> dict[str, Any]:
     """A task YAML as lm-eval's task index reads it: its ``include`` chain merged in (in order,
     a later file's keys over an earlier one's, the file's own keys over all), ``!function``
     tags left as text (nothing is imported). Not a mapping, or an include circle: ``{}``."""
-    from lm_eval.tasks._yaml_loader import load_yaml
-
+    try:
+        from lm_eval.tasks._yaml_loader import load_yaml
+    except ModuleNotFoundError:
+        check_version()  # a one-line DependencyError when lm-eval is missing
+        raise
     try:
         return load_yaml(path, resolve_func=False, recursive=True)
     except ValueError:  # not a mapping, or an include circle
