@@ -20,8 +20,6 @@ import pytest
 from phasebench.lmeval import compat
 from phasebench.lmeval.batching import one_length_per_batch
 
-pytest.importorskip("lm_eval")
-
 #: The generation arguments of the kv and niah task YAMLs, one token answered (quick).
 YAML = {"until": ["\n"], "do_sample": False, "temperature": 0.0, "max_gen_toks": 1}
 #: Prompt sizes (in words) that differ by one: four prompt token counts, several items each.
