@@ -22,8 +22,10 @@ from phasebench.lmeval.batching import one_length_per_batch
 
 #: The generation arguments of the kv and niah task YAMLs, one token answered (quick).
 YAML = {"until": ["\n"], "do_sample": False, "temperature": 0.0, "max_gen_toks": 1}
-#: Prompt sizes (in words) that differ by one: four prompt token counts, several items each.
-WORDS = (43, 42, 41, 40)
+#: Prompt sizes (in words) that differ by one: four prompt token counts, several items each;
+#: shortest first, so that lm-eval's groups (in the order of their first prompt) are not sent
+#: longest first, as one sort of every prompt by length would send them.
+WORDS = (40, 41, 42, 43)
 ITEMS = 12
 
 
@@ -100,7 +102,9 @@ def test_hf_sends_generation_requests_in_send_order(hflm, monkeypatch):
 
     expected = [texts[i] for i in compat.send_order(lengths, before)]
     assert [t for b in batches for t in b] == expected
-    assert expected != texts  # the stored order is not the send order: the test can tell
+    # the test can tell: neither the stored order nor one sort of every prompt by length is it
+    longest_first = sorted(range(len(texts)), key=lambda i: (-lengths[i], texts[i]))
+    assert expected != texts and expected != [texts[i] for i in longest_first]
 
 
 class _Completions(BaseHTTPRequestHandler):
