@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from phasebench.lmeval.compat import send_order
+
 
 def shared_prefix(a: Sequence[int], b: Sequence[int]) -> int:
     """Number of leading tokens ``a`` and ``b`` have in common."""
@@ -68,13 +70,12 @@ def adjacent_renderings(base_ids: Sequence[int]) -> bool:
 # its prompts in two send orders:
 #
 # - ``stored_order``: the rows as the split stores them (every base item's renderings together);
-# - ``lm_eval_order``: as lm-eval's ``hf`` and ``vllm`` backends send generation requests. They
-#   group requests by their generation arguments, groups in the order their first request comes,
-#   and sort each group by descending token count, ties by the prompt text. phasebench gives every
-#   prompt token count its own stop sequence (``phasebench.lmeval.batching``: no row is padded on
-#   the left), so a group is one prompt token count: on the length-phase axis an item's renderings
-#   fall into P groups, sent one group after another. ``tests/test_request_order.py`` compares
-#   this order with the one lm-eval's ``hf`` backend actually encodes.
+# - ``lm_eval_order``: as lm-eval's ``hf`` backend sends generation requests
+#   (``phasebench.lmeval.compat.send_order``, where the model of lm-eval's order lives). A group
+#   of requests is one prompt token count (``phasebench.lmeval.batching``: no row is padded on
+#   the left), so on the length-phase axis an item's renderings fall into P groups, sent one
+#   group after another. ``tests/test_lmeval_contract.py`` checks the order on lm-eval's ``hf``
+#   backend itself, and ``tests/test_request_order.py`` the figures of a whole split.
 #
 # The build counts from the fast path (piece token ids, no whole prompt encoded); ``phasebench
 # verify`` re-derives the figures from the exact ids of every whole prompt.
@@ -99,22 +100,6 @@ class PromptPieces:
     row: Callable[[int], np.ndarray]
     base_ids: Sequence[int]
     counts: np.ndarray | None = None
-
-
-def send_order(lengths: Sequence[int], before: Callable[[int, int], int]) -> list[int]:
-    """Row indices in the order lm-eval sends generation requests: one group per prompt token
-    count, groups in the order of their first row, each group sorted by descending token count
-    and then by ``before(i, j)`` (a comparison of the prompt texts, negative when row ``i``'s
-    text sorts first)."""
-    groups: dict[int, list[int]] = {}
-    for i, n in enumerate(lengths):
-        groups.setdefault(int(n), []).append(i)
-
-    def compare(i: int, j: int) -> int:
-        return (lengths[j] > lengths[i]) - (lengths[j] < lengths[i]) or before(i, j)
-
-    key = functools.cmp_to_key(compare)
-    return [i for rows in groups.values() for i in sorted(rows, key=key)]
 
 
 def order_figures(

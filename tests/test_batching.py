@@ -1,6 +1,7 @@
 """Generation requests carry a stop sequence naming their prompt's length, so that lm-eval's
-own batching (its ``Collator``, grouping by generation arguments) never puts prompts of two
-lengths into one batch, and the answers are cut exactly where they were before."""
+own batching (grouping by generation arguments) never puts prompts of two lengths into one
+batch, and the answers are cut exactly where they were before. That lm-eval's backends batch so
+is checked on their own ``generate_until`` in ``tests/test_lmeval_contract.py``."""
 
 from __future__ import annotations
 
@@ -23,29 +24,6 @@ def test_the_added_stop_begins_with_the_first_and_is_added_once():
     assert YAML["until"] == ["\n"]  # the task's own arguments are left alone
     assert one_length_per_batch({"until": "Q:"}, 7)["until"] == ["Q:", "Q:" + batch_stop(7)]
     assert one_length_per_batch({}, 7)["until"] == [batch_stop(7)]
-
-
-@pytest.mark.parametrize("size", [1, 2, 3, 5, 6, 7, 8, 13])
-def test_lm_evals_batches_hold_one_length_each(size):
-    """lm-eval's ``Collator`` as its ``hf`` backend uses it for generation (longest first,
-    grouped by generation arguments): prompts of 4 lengths that differ mod 4, several tasks'
-    worth, in batches of any size. Without the added stop, most sizes straddle lengths."""
-    from lm_eval.models.utils import Collator
-
-    lengths = [259, 258, 257, 256] * 12
-    prompts = [("x " * n, n) for n in lengths]
-
-    def batches(with_stop: bool) -> list[set[int]]:
-        requests = [
-            (text, one_length_per_batch(YAML, n) if with_stop else dict(YAML))
-            for text, n in prompts
-        ]
-        key = {text: n for text, n in prompts}
-        collator = Collator(requests, sort_fn=lambda r: (-key[r[0]], r[0]), group_by="gen_kwargs")
-        return [{key[text] for text, _ in batch} for batch in collator.get_batched(n=size)]
-
-    assert all(len(b) == 1 for b in batches(True))
-    assert any(len(b) > 1 for b in batches(False)) == (12 % size != 0)
 
 
 @pytest.mark.parametrize(

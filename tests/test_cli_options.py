@@ -77,8 +77,8 @@ def _option(command: str, flag: str) -> argparse.Action:
         ("generate", "--seed", SPLIT_SEED),
         ("demo", "--seed", SPLIT_SEED),
         ("reference sweep", "--seed", SPLIT_SEED),
-        ("report", "--seed", metrics.SEED),
-        ("reference train", "--seed", None),  # the training settings' own seed
+        ("report", "--stats-seed", metrics.SEED),
+        ("reference train", "--train-seed", None),  # the training settings' own seed
         ("generate", "--n-base", None),  # the family's own default_n_base
         ("demo", "--n-base", reference.DEMO_N_BASE),
         ("reference evaluate", "--n-base", reference.DEMO_N_BASE),
@@ -100,6 +100,8 @@ def test_each_shared_option_has_one_type_everywhere():
     types: dict[str, set[str]] = {}
     for parser in _commands().values():
         for action in parser._actions:
+            if isinstance(action, _args.Renamed):
+                continue  # an old spelling, refused: not an option
             for flag in set(action.option_strings) & set(_args.SHARED):
                 if flag == "--length" and isinstance(action, argparse._AppendAction):
                     continue  # generate's repeatable lengths admit 0 (the code family)
@@ -107,6 +109,8 @@ def test_each_shared_option_has_one_type_everywhere():
     assert types == {
         "--out": {None},
         "--seed": {"non_negative_int"},
+        "--stats-seed": {"non_negative_int"},
+        "--train-seed": {"non_negative_int"},
         "--n-base": {"positive_int"},
         "--length": {"positive_int"},
         "--modulus": {"positive_int"},
@@ -114,6 +118,43 @@ def test_each_shared_option_has_one_type_everywhere():
         "--num-proc": {"positive_int"},
         "--threads": {"positive_int"},
     }
+
+
+def _seed_meaning(command: str) -> str | None:
+    """What ``--seed`` is on ``command``: ``"split"`` (an option whose default is the split's),
+    the option it was renamed to (refused), or None (no ``--seed``)."""
+    action = next((a for a in _commands()[command]._actions if "--seed" in a.option_strings), None)
+    if action is None:
+        return None
+    return action.new if isinstance(action, _args.Renamed) else "split"
+
+
+def test_seed_is_the_splits_seed_wherever_it_appears():
+    """Every command's ``--seed`` is the seed of the split it builds (default the split's);
+    the statistics' and the training seed have names of their own."""
+    found = {c: _seed_meaning(c) for c in _commands() if _seed_meaning(c) is not None}
+    assert found == {
+        "generate": "split", "demo": "split", "reference sweep": "split",
+        "report": "--stats-seed", "reference train": "--train-seed",
+    }  # fmt: skip
+    for command, meaning in found.items():
+        if meaning == "split":
+            assert _option(command, "--seed").default == SPLIT_SEED, command
+
+
+@pytest.mark.parametrize(
+    ("argv", "new"),
+    [
+        (["report", "out", "--seed", "3"], "--stats-seed"),
+        (["report", "out", "--seed"], "--stats-seed"),
+        (["reference", "train", "all", "--seed", "1"], "--train-seed"),
+    ],
+)
+def test_the_old_seed_spelling_is_refused_in_one_line_naming_the_new(argv, new, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.splitlines() == [err]
+    assert f"--seed is now {new}" in err
 
 
 @pytest.mark.parametrize("command", ["generate", "power", "probe"])

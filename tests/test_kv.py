@@ -90,6 +90,17 @@ def test_same_spec_gives_identical_rows(deepseek):
     assert [r["prompt"] for r in c] != [r["prompt"] for r in a]
 
 
+def test_golden_content_hash(deepseek, tmp_path):
+    """Silent drift guard, as for niah and code: the rows of a tiny config, hashed (update on
+    purpose, with a bumped GENERATOR_VERSION, when the generated data is meant to change)."""
+    spec = SplitSpec("kv", 512, modulus=2, n_base=4, seed=0)
+    (folder,) = generate([spec], tmp_path, progress=False, tokenizer=deepseek)
+    assert read_manifest(folder)["content_hash"] == GOLDEN_KV_512
+
+
+GOLDEN_KV_512 = "sha256:1fb8c0c779a926748b1fd95884578b2651fd5b181353f31a63dd49e8316796ca"
+
+
 def test_short_length_is_refused_with_the_minimum(deepseek):
     from phasebench.errors import SpecError
 

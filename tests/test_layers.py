@@ -15,7 +15,9 @@ PACKAGE = Path(__file__).resolve().parent.parent / "phasebench"
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("phasebench._version", "phasebench.errors", "phasebench.rng",
               "phasebench.resources", "phasebench.templates", "phasebench.atomic",
-              "phasebench.registry")),
+              "phasebench.registry",
+              # lm-eval's boundary: every assumption about lm-eval, readable from any layer
+              "phasebench.lmeval.compat")),
     ("core", ("phasebench.specs", "phasebench.rows", "phasebench.tokenization",
               "phasebench.tokenizer_behaviour",
               "phasebench.placement", "phasebench.families", "phasebench.build",

@@ -78,7 +78,7 @@ def _send_order(tmp_path, monkeypatch, length_phases):
         a, b = rows[i]["prompt"], rows[j]["prompt"]
         return (a > b) - (a < b)
 
-    expected = prefill.send_order([r["length"] for r in rows], before)
+    expected = compat.send_order([r["length"] for r in rows], before)
     assert [position[p] for p in sent] == expected
     manifest = read_manifest(tmp_path / "splits" / spec.config_name)
     return rows, [by_prompt[p] for p in sent], manifest[prefill.MANIFEST_KEY]

@@ -1,13 +1,15 @@
 """Options and argument types shared by several commands, each defined once (parsing only).
 
-Each shared option (``--out``, ``--seed``, ``--n-base``, ``--length``, ``--modulus``, ``--quiet``,
-``--num-proc``, ``--threads``) is one small function that adds it to a command's parser: its
-name, its type and its default are declared here, the default read from the module where the
-fact lives (the split's defaults from :class:`phasebench.specs.SplitSpec`, the statistics seed
-from :mod:`phasebench.metrics`). A command passes its own help text, and ``required=`` or a
-``default=`` read from another home (the reference models' sizes in :mod:`phasebench.reference`)
-where it genuinely differs; no command module calls ``add_argument`` for one of these names
-(``tests/test_cli_options.py``)."""
+Each shared option (``--out``, ``--seed``, ``--stats-seed``, ``--train-seed``, ``--n-base``,
+``--length``, ``--modulus``, ``--quiet``, ``--num-proc``, ``--threads``) is one small function
+that adds it to a command's parser: its name, its type and its default are declared here, the
+default read from the module where the fact lives (the split's defaults from
+:class:`phasebench.specs.SplitSpec`, the statistics seed from :mod:`phasebench.metrics`).
+``--seed`` is a split's seed wherever it appears; a command whose seed is another one's takes
+it under its own name and refuses ``--seed`` in one line that names it (:func:`renamed`). A
+command passes its own help text, and ``required=`` or a ``default=`` read from another home
+(the reference models' sizes in :mod:`phasebench.reference`) where it genuinely differs; no
+command module calls ``add_argument`` for one of these names (``tests/test_cli_options.py``)."""
 
 from __future__ import annotations
 
@@ -83,6 +85,8 @@ class Shown:
 SHARED = (
     "--out",
     "--seed",
+    "--stats-seed",
+    "--train-seed",
     "--n-base",
     "--length",
     "--modulus",
@@ -109,18 +113,53 @@ def out(
     parser.add_argument("--out", default=default, required=required, metavar=metavar, help=help)
 
 
-_SPLIT = object()
+def seed(parser: argparse.ArgumentParser, help: str) -> None:
+    """``--seed``: the split's seed, >= 0, by default :data:`phasebench.specs.DEFAULT_SEED`.
+    Wherever a command takes ``--seed`` it means the seed of the split it builds; another seed
+    has a name of its own (:func:`stats_seed`, :func:`train_seed`)."""
+    from phasebench.specs import DEFAULT_SEED
+
+    parser.add_argument("--seed", type=non_negative_int, default=DEFAULT_SEED, help=help)
 
 
-def seed(parser: argparse.ArgumentParser, help: str, *, default: object = _SPLIT) -> None:
-    """``--seed``: a seed >= 0, by default the split's (:data:`phasebench.specs.DEFAULT_SEED`);
-    ``report`` passes :data:`phasebench.metrics.SEED`, ``reference train`` ``None`` (the
-    training settings' own)."""
-    if default is _SPLIT:
-        from phasebench.specs import DEFAULT_SEED
+def stats_seed(parser: argparse.ArgumentParser, help: str) -> None:
+    """``--stats-seed``: the seed of the bootstrap and permutation streams, >= 0, by default
+    :data:`phasebench.metrics.SEED`; ``--seed`` is refused with a line naming it."""
+    from phasebench.metrics import SEED
 
-        default = DEFAULT_SEED
-    parser.add_argument("--seed", type=non_negative_int, default=default, help=help)
+    parser.add_argument(
+        "--stats-seed", type=non_negative_int, default=SEED, metavar="SEED", help=help
+    )
+    renamed(parser, "--seed", "--stats-seed", "the statistics' seed")
+
+
+def train_seed(parser: argparse.ArgumentParser, help: str) -> None:
+    """``--train-seed``: the training seed, >= 0, by default None (the training settings' own);
+    ``--seed`` is refused with a line naming it."""
+    parser.add_argument(
+        "--train-seed", type=non_negative_int, default=None, metavar="SEED", help=help
+    )
+    renamed(parser, "--seed", "--train-seed", "the training seed")
+
+
+class Renamed(argparse.Action):
+    """An option's old spelling, hidden from ``--help``: using it is refused with one line that
+    names the new one (exit code 2)."""
+
+    def __init__(self, option_strings, dest, *, new: str, what: str, **kwargs) -> None:
+        super().__init__(option_strings, dest, nargs="?", help=argparse.SUPPRESS, **kwargs)
+        self.new, self.what = new, what
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        parser.error(f"{option_string} is now {self.new} ({self.what}; --seed is a split's seed)")
+
+
+def renamed(parser: argparse.ArgumentParser, old: str, new: str, what: str) -> None:
+    """Refuse ``old`` on ``parser`` with a line saying it is now ``new`` (``what`` it means)."""
+    parser.add_argument(
+        old, action=Renamed, new=new, what=what, dest=f"_renamed_{old.lstrip('-')}",
+        default=argparse.SUPPRESS,
+    )  # fmt: skip
 
 
 def n_base(

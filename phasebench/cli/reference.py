@@ -40,7 +40,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="optimizer steps (default: those of the committed weights)",
     )
-    _args.seed(tr, "training seed", default=None)  # None: the training settings' own
+    _args.train_seed(tr, "training seed")  # None: the training settings' own
     _args.threads(tr, "torch threads (1 reproduces)")
     _args.out(tr, "folder for <variant>/ (default: shipped weights)")
     _args.quiet(tr, "no loss lines")
@@ -103,7 +103,7 @@ def _train(args: argparse.Namespace) -> int:
     for out in outs.values():  # refuse a folder train would not replace before any training
         check_replaceable(out, MARKER)
     for variant in variants:
-        settings = settings_for(variant, args.seed)
+        settings = settings_for(variant, args.train_seed)
         if args.steps is not None:
             settings = dataclasses.replace(settings, steps=args.steps)
         train(variant, outs[variant], settings, on_loss=log(variant))

@@ -35,7 +35,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default=metrics.N_PERM,
         help="permutations for the p-value",
     )
-    _args.seed(rep, "statistics seed", default=metrics.SEED)
+    _args.stats_seed(rep, "statistics seed")
     rep.set_defaults(run=run)
 
 
@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     )
 
     runs, reports = load_runs(args.paths)
-    settings = {"n_boot": args.n_boot, "n_perm": args.n_perm, "seed": args.seed}
+    settings = {"n_boot": args.n_boot, "n_perm": args.n_perm, "seed": args.stats_seed}
     if args.diff and reports:
         raise SamplesError(
             "--diff needs the two runs' per-sample logs, not a saved report JSON; pass the two "

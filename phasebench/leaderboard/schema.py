@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-import yaml
 
 from phasebench.families import names as family_names
 from phasebench.families import task_name
 from phasebench.leaderboard.collect import RawSubmission, Refused
+from phasebench.lmeval.compat import task_yaml
 from phasebench.resources import resource_dir
 
 #: Versions as lm-eval and transformers write them into results (anything else is shown as
@@ -29,45 +29,21 @@ def submission_schema() -> dict[str, Any]:
     return json.loads(text.read_text(encoding="utf-8"))
 
 
-class _TaskLoader(yaml.SafeLoader):
-    """Reads lm-eval task YAMLs, which use ``!function`` tags, without importing anything."""
-
-
-_TaskLoader.add_constructor("!function", lambda loader, node: loader.construct_scalar(node))
-
-
-def _task_yaml(path: Path, depth: int = 0) -> dict[str, Any]:
-    """A task YAML with its ``include`` chain merged in (the file's own keys win)."""
-    data = yaml.load(path.read_text(encoding="utf-8"), Loader=_TaskLoader)
-    if not isinstance(data, dict):
-        return {}
-    include = data.get("include")
-    if isinstance(include, str):
-        include = [include]
-    if not isinstance(include, list) or depth >= 8:
-        return data
-    merged: dict = {}
-    for name in include:  # in order, a later file's keys over an earlier's, as lm-eval merges
-        if isinstance(name, str):
-            merged.update(_task_yaml(path.parent / name, depth + 1))
-    merged.update(data)
-    return merged
-
-
 def known_tasks(tasks_dir: Path | None = None) -> dict[str, str]:
     """``{task name: version}`` of the lm-eval task of every family this phasebench knows
     (:func:`phasebench.families.names`: the built-in ones and any registered in this process),
     each version as lm-eval writes it into ``versions`` of its results: read from the task's
-    YAML in ``tasks_dir`` (default: the shipped ``tasks/``) with its includes merged, and, for a
+    YAML in ``tasks_dir`` (default: the shipped ``tasks/``) with its includes merged by lm-eval's
+    own loader (:func:`phasebench.lmeval.compat.task_yaml`), and, for a
     registered family whose task YAML lives in a folder of its own, the version of the shared
     ``_phasebench_common.yaml`` that every phasebench task includes (its scoring's version)."""
     folder = Path(tasks_dir) if tasks_dir else resource_dir("tasks")
-    shared = _version(_task_yaml(folder / "_phasebench_common.yaml"))
+    shared = _version(task_yaml(folder / "_phasebench_common.yaml"))
     found: dict[str, str] = {}
     for name in family_names():
         task = task_name(name)
         path = folder / f"{task}.yaml"
-        data = _task_yaml(path) if path.is_file() else {}
+        data = task_yaml(path) if path.is_file() else {}
         found[task] = _version(data) if data.get("task") == task else shared
     return dict(sorted(found.items()))
 

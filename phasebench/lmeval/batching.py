@@ -10,12 +10,13 @@ lengths meet in one batch whenever a run holds several lengths: the length-phase
 
 lm-eval never puts two generation requests with different generation arguments into one batch
 (its ``Collator`` groups ``generate_until`` requests by their ``gen_kwargs`` before it cuts
-batches, in the ``hf`` backend and in every backend built on it). So every phasebench
-generation request carries one more stop sequence that names its prompt's token count: the
-task's first stop sequence followed by :data:`MARKER`. Generation stops at the first stop
-sequence found, and the added one begins with the first, so it can never stop a generation
-earlier than before; it only keeps requests of different lengths (and of other tasks) apart.
-Then every batch holds prompts of one token count, and no row is padded, whatever
+batches, in the ``hf`` backend and in every backend built on it: the assumption
+:data:`phasebench.lmeval.compat.GENERATION_GROUPED_BY` states, and its contract test checks).
+So every phasebench generation request carries one more stop sequence that names its prompt's
+token count: the task's first stop sequence followed by :data:`MARKER`. Generation stops at the
+first stop sequence found, and the added one begins with the first, so it can never stop a
+generation earlier than before; it only keeps requests of different lengths (and of other
+tasks) apart. Then every batch holds prompts of one token count, and no row is padded, whatever
 ``--batch_size`` (``auto`` included) picks.
 
 Log-likelihood requests (the code family) are padded on the right, after the scored tokens,

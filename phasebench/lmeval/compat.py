@@ -1,4 +1,5 @@
-"""Every use of lm-evaluation-harness beyond its documented entry points, in one module.
+"""lm-evaluation-harness as phasebench uses it: every use of its internals and every assumption
+about how it behaves, in one module.
 
 phasebench reaches into lm-eval in a few places: its CLI parser (so ``phasebench eval`` takes
 exactly lm-eval's flags), ``ConfigurableTask``'s aggregation tables (the phase aggregates have
@@ -6,6 +7,26 @@ data-dependent names), its context-length resolution, its hashing of logged samp
 results tracker. Each is wrapped here, so an lm-eval upgrade is checked in one file.
 :data:`SUPPORTED` lists the versions these wrappers were checked against;
 :func:`check_version` says when another one is installed.
+
+phasebench also relies on how lm-eval behaves, and each such assumption is stated here, once,
+beside what models it (the section "lm-eval's behaviour"), with a contract test in
+``tests/test_lmeval_contract.py`` that runs the pinned lm-eval's own code, so an upgrade that
+changes one fails one named test:
+
+- generation batches never mix generation arguments: the ``hf`` backend and the API backends
+  group ``generate_until`` requests by their ``gen_kwargs`` before they cut batches
+  (:data:`GENERATION_GROUPED_BY`; ``phasebench.lmeval.batching`` rests on it);
+- the order generation requests are sent in (:func:`send_order`; the manifest's
+  ``lm_eval_order`` prefill figures rest on it);
+- a task YAML's ``include`` chain, merged by lm-eval's own loader (:func:`task_yaml`; the
+  leaderboard's known task versions rest on it);
+- ``--limit N`` answers the first N documents of a task in its order (:func:`first_documents`)
+  and ``--use_cache PREFIX`` keeps its answers in :func:`cache_file` (``phasebench eval
+  --staged`` rests on both).
+
+This module imports nothing of phasebench but :mod:`phasebench.errors` (the base layer), and
+lm-eval only inside its functions, so every layer may read it (``phasebench.prefill`` models
+the send order with it).
 """
 
 from __future__ import annotations
@@ -17,6 +38,7 @@ import json
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from importlib import metadata
+from os import PathLike
 from pathlib import Path
 from typing import Any
 
@@ -24,14 +46,17 @@ from phasebench.errors import DependencyError, EvalError
 
 __all__ = [
     "DEFAULT_MAX_GEN_TOKS",
+    "GENERATION_GROUPED_BY",
     "SUPPORTED",
     "add_phase_metric",
     "apply_template",
+    "cache_file",
     "check_version",
     "configurable_task",
     "create_model",
     "doc_hash",
     "evaluate_and_save",
+    "first_documents",
     "hash_string",
     "parse_model_args",
     "parse_run_args",
@@ -41,6 +66,8 @@ __all__ = [
     "request",
     "resolve_max_length",
     "run_cli",
+    "send_order",
+    "task_yaml",
     "with_gen_kwargs",
 ]
 
@@ -66,6 +93,66 @@ def check_version() -> str:
             stacklevel=2,
         )
     return version
+
+
+# -- lm-eval's behaviour ------------------------------------------------------------------------
+#
+# What phasebench assumes lm-eval does, each modelled once. tests/test_lmeval_contract.py runs
+# lm-eval's own code against every one of them.
+
+#: The field lm-eval's generation backends (``hf``, and ``local-completions`` and the other API
+#: backends) group ``generate_until`` requests by before they cut batches: two requests whose
+#: generation arguments differ are never answered in one batch. phasebench gives every prompt
+#: token count a stop sequence of its own (``phasebench.lmeval.batching``), so a batch holds
+#: prompts of one token count and no row is padded on the left. (lm-eval's ``vllm`` backend
+#: groups nothing, and pads nothing either.)
+GENERATION_GROUPED_BY = "gen_kwargs"
+
+
+def send_order(lengths: Sequence[int], before: Callable[[int, int], int]) -> list[int]:
+    """Row indices in the order lm-eval's ``hf`` backend sends generation requests, for rows
+    whose generation arguments differ exactly where their prompt token counts do (as
+    ``phasebench.lmeval.batching`` makes them): one group per prompt token count
+    (:data:`GENERATION_GROUPED_BY`), groups in the order of their first row, each group sorted
+    by descending token count and then by ``before(i, j)`` (a comparison of the prompt texts,
+    negative when row ``i``'s text sorts first)."""
+    groups: dict[int, list[int]] = {}
+    for i, n in enumerate(lengths):
+        groups.setdefault(int(n), []).append(i)
+
+    def compare(i: int, j: int) -> int:
+        return (lengths[j] > lengths[i]) - (lengths[j] < lengths[i]) or before(i, j)
+
+    key = functools.cmp_to_key(compare)
+    return [i for rows in groups.values() for i in sorted(rows, key=key)]
+
+
+def task_yaml(path: str | PathLike[str]) -> dict[str, Any]:
+    """A task YAML as lm-eval's task index reads it: its ``include`` chain merged in (in order,
+    a later file's keys over an earlier one's, the file's own keys over all), ``!function``
+    tags left as text (nothing is imported). Not a mapping, or an include circle: ``{}``."""
+    try:
+        from lm_eval.tasks._yaml_loader import load_yaml
+    except ModuleNotFoundError:
+        check_version()  # a one-line DependencyError when lm-eval is missing
+        raise
+    try:
+        return load_yaml(path, resolve_func=False, recursive=True)
+    except ValueError:  # not a mapping, or an include circle
+        return {}
+
+
+def first_documents(namespace: Any, n: int) -> None:
+    """Make the run parsed into ``namespace`` answer the first ``n`` documents of its task, in
+    the task's order: lm-eval's ``--limit n`` (its ``create_iterator`` is an ``islice`` over
+    the task's documents; a ``limit`` of 1 or more counts documents, below 1 a share)."""
+    namespace.limit = float(n)
+
+
+def cache_file(prefix: str | PathLike[str], rank: int = 0) -> Path:
+    """The file in which lm-eval's ``--use_cache PREFIX`` keeps the answers of process
+    ``rank`` (one SQLite file per rank)."""
+    return Path(f"{prefix}_rank{int(rank)}.db")
 
 
 # -- CLI --------------------------------------------------------------------------------------

@@ -4,10 +4,10 @@ known (the design: :mod:`phasebench.stats.sequential`, its calibration: ``docs/s
 Each look is one ordinary ``phasebench eval`` run of the same arguments with lm-eval's
 ``--limit`` set to the look's base items times the prompts per base item, and ``--use_cache``
 on one cache file, so a prompt answered at an earlier look is read from the cache, never sent
-again. ``--limit N`` takes the first N documents in the task's order (lm-eval's
-``create_iterator`` is an ``islice``), and a phasebench split stores its rows base item after
-base item, every rendering of an item together: the first N documents are all the renderings
-of the first N / (rows per item) base items. That is checked on the rows before the first
+again. ``--limit N`` takes the first N documents in the task's order
+(:func:`phasebench.lmeval.compat.first_documents`), and a phasebench split stores its rows base
+item after base item, every rendering of an item together: the first N documents are all the
+renderings of the first N / (rows per item) base items. That is checked on the rows before the first
 look, not assumed. The task metadata gains ``n_base`` (the whole design's), so the run's
 results say which split the looks are prefixes of.
 
@@ -30,7 +30,8 @@ from phasebench.stats.sequential import Decision
 
 #: The file beside lm-eval's output that records a staged run.
 STAGED_NAME = "staged.json"
-#: lm-eval's cache file, inside the output folder (lm-eval appends ``_rank<k>.db``).
+#: lm-eval's cache prefix, inside the output folder (the file it writes:
+#: :func:`phasebench.lmeval.compat.cache_file`).
 CACHE_NAME = "lm_eval_cache"
 
 Events = Callable[[str], None]
@@ -220,7 +221,7 @@ def _looks(
         limit = n * design.rows_per_base
 
         def adjust(parsed: Any, limit: int = limit) -> None:
-            parsed.limit = float(limit)
+            compat.first_documents(parsed, limit)
             parsed.use_cache = cache
             parsed.metadata = dict(parsed.metadata or {}) | {"n_base": design.n_base}
 
