@@ -67,6 +67,28 @@ def test_schema_rule(tmp_path, submission_rows, regen_cache):
     assert rule == "schema" and file.endswith("submission.yaml") and "precision" in message
 
 
+@pytest.mark.parametrize("delete", ["model_source", "both"])
+def test_a_backend_claim_is_checked_against_what_the_results_record(
+    tmp_path, submission_rows, regen_cache, delete
+):
+    """A serving claim on ``local-completions`` with ``model_source`` deleted while
+    ``config.model`` says ``hf``: the row would show a backend the results do not prove; with
+    both deleted, nothing proves any backend."""
+    meta = {"backend": "local-completions",
+            "serving": {"engine": "vllm", "version": "0.28.0", "flags": []}}  # fmt: skip
+    folder = make_submission(tmp_path, submission_rows, meta=meta)
+    path = next(folder.glob("results_*.json"))
+    data = json.loads(path.read_text())
+    del data["model_source"]
+    data["config"]["model"] = "hf"
+    if delete == "both":
+        del data["config"]["model"]
+    path.write_text(json.dumps(data))
+    rule, file, message = _refusal(tmp_path, regen_cache)
+    assert rule == "schema" and file.endswith("submission.yaml")
+    assert ("config.model 'hf'" if delete == "model_source" else "records no backend") in message
+
+
 def test_unknown_field_is_refused(tmp_path, submission_rows, regen_cache):
     make_submission(tmp_path, submission_rows, meta={"score_override": 1.0})
     assert _refusal(tmp_path, regen_cache)[0] == "schema"
