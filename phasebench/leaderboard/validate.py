@@ -69,7 +69,11 @@ from phasebench.leaderboard.collect import (
     read_submission,
     submission_folders,
 )
-from phasebench.leaderboard.identity import drop_superseded_and_duplicates, identity_key
+from phasebench.leaderboard.identity import (
+    History,
+    drop_superseded_and_duplicates,
+    identity_key,
+)
 from phasebench.leaderboard.isolate import Limits, run_many
 from phasebench.leaderboard.provenance import provenance, recorded_time
 from phasebench.leaderboard.regenerate import Regenerator
@@ -444,7 +448,7 @@ def validate_all(
             problems = [Problem(**p) for p in answer["result"]["refused"]]
             outcome.refused.append((name, problems))
     outcome.accepted, outcome.superseded, refusals = drop_superseded_and_duplicates(
-        outcome.accepted, incumbents=set(incumbents)
+        outcome.accepted, incumbents=set(incumbents), history=History(root)
     )
     outcome.refused = sorted(outcome.refused + refusals, key=lambda item: item[0])
     return outcome
