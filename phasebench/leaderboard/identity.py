@@ -138,11 +138,11 @@ class History:
 
     def _git(self, *args: str) -> subprocess.CompletedProcess | None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+        git = ["git", "--literal-pathspecs", "-c", "core.fsmonitor=false", "-C", str(self.root)]
         try:
             return subprocess.run(
-                ["git", "-c", "core.fsmonitor=false", "-C", str(self.root), *args],
-                capture_output=True, text=True, timeout=GIT_TIMEOUT, env=env, check=False,
-            )  # fmt: skip
+                [*git, *args], capture_output=True, text=True, timeout=GIT_TIMEOUT, env=env
+            )
         except (OSError, subprocess.SubprocessError):
             return None
 
