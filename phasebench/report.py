@@ -33,11 +33,13 @@ from phasebench.errors import SamplesError, SpecError, StatsError, debugging, fi
 from phasebench.families import get_family
 from phasebench.rows import config_length, row_problem
 from phasebench.samples import (
+    MAX_OFF_LABEL_SHARE,
     RESULTS_NAME,
     SAMPLES_NAME,
     SERVED_KEY,
     SERVED_STATES,
     ScoredRecord,
+    fed_off_label,
     iter_samples,
     read_results,
     run_name,
@@ -270,12 +272,17 @@ def build_report(
         for task, samples in run.samples.items():
             groups, served = _group(task, samples)
             for key, witness in served.items():
-                if not groups.get(key):
+                if fed_off_label(witness["agree"], witness["disagree"], witness["unverified"]):
+                    total = sum(witness[state] for state in SERVED_STATES)
+                    first = witness["first"]
                     raise SamplesError(
-                        f"{run.source}: {key[0]} length {key[1]}: no sample's server prompt "
-                        f"token count agrees with its label ({_witness_line(witness)}); the "
-                        "server read other sequences than phasebench labelled (another "
-                        "tokenizer, BOS or chat template, or a truncated prompt)"
+                        f"not a measurement: {run.source}: {key[0]} length {key[1]}: more than "
+                        f"{MAX_OFF_LABEL_SHARE:.0%} of the prompts were not fed as labelled (the "
+                        f"server's prompt token count disagrees with the label for "
+                        f"{witness['disagree']} of {total}; first: {first['id']} labelled "
+                        f"{first['label']}, server {first['count']}): the server read other "
+                        "sequences than phasebench labelled (another tokenizer, BOS or chat "
+                        "template, or a truncated prompt)"
                     )
             for (label, length), records in sorted(groups.items()):
                 try:

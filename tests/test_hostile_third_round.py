@@ -58,7 +58,7 @@ def _served(root: Path, rows: list[dict], witness, model: str = "acme/served") -
             rec["served_verified"] = value
     for path in [*folder.glob("samples_*"), *folder.glob("results_*")]:
         path.unlink()
-    write_lmeval(folder, records)
+    write_lmeval(folder, records, backend=meta["backend"])
     present = [r["served_verified"] for r in records if "served_verified" in r]
     if present:
         share = sum(c is not None and c == label for label, c in present) / len(present)

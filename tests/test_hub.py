@@ -247,6 +247,28 @@ def test_bad_input_is_one_line_and_writes_nothing(generated, tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["broken"]
 
 
+def test_forged_prefill_figures_are_not_published(generated, tmp_path, capsys):
+    """The card prints a manifest's prefill figures: ``publish`` checks them as ``verify``
+    does (re-derived from the exact ids of every whole prompt), so a halved figure that
+    ``verify`` names is not published either."""
+    src = next(p for p in sorted(generated.iterdir()) if p.is_dir() and p.name.startswith("kv"))
+    forged = tmp_path / "forged" / src.name
+    forged.mkdir(parents=True)
+    for f in src.iterdir():
+        (forged / f.name).write_bytes(f.read_bytes())
+    manifest = json.loads((forged / "manifest.json").read_text())
+    figures = manifest["prefill"]["stored_order"]
+    figures["prefill_tokens_prefix_cache"] //= 2
+    (forged / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    assert main(["verify", str(forged)]) == 1
+    assert "manifest prefill stored_order is" in capsys.readouterr().out
+    out = tmp_path / "out"
+    assert main(["publish", str(forged), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "manifest prefill stored_order is" in err, err
+    assert not out.exists()
+
+
 # -- loading back -------------------------------------------------------------------------------
 
 

@@ -67,6 +67,28 @@ def test_schema_rule(tmp_path, submission_rows, regen_cache):
     assert rule == "schema" and file.endswith("submission.yaml") and "precision" in message
 
 
+@pytest.mark.parametrize("delete", ["model_source", "both"])
+def test_a_backend_claim_is_checked_against_what_the_results_record(
+    tmp_path, submission_rows, regen_cache, delete
+):
+    """A serving claim on ``local-completions`` with ``model_source`` deleted while
+    ``config.model`` says ``hf``: the row would show a backend the results do not prove; with
+    both deleted, nothing proves any backend."""
+    meta = {"backend": "local-completions",
+            "serving": {"engine": "vllm", "version": "0.28.0", "flags": []}}  # fmt: skip
+    folder = make_submission(tmp_path, submission_rows, meta=meta)
+    path = next(folder.glob("results_*.json"))
+    data = json.loads(path.read_text())
+    del data["model_source"]
+    data["config"]["model"] = "hf"
+    if delete == "both":
+        del data["config"]["model"]
+    path.write_text(json.dumps(data))
+    rule, file, message = _refusal(tmp_path, regen_cache)
+    assert rule == "schema" and file.endswith("submission.yaml")
+    assert ("config.model 'hf'" if delete == "model_source" else "records no backend") in message
+
+
 def test_unknown_field_is_refused(tmp_path, submission_rows, regen_cache):
     make_submission(tmp_path, submission_rows, meta={"score_override": 1.0})
     assert _refusal(tmp_path, regen_cache)[0] == "schema"
@@ -189,6 +211,43 @@ def test_duplicates_are_refused_and_supersedes_replaces(tmp_path, submission_row
 
 
 # -- hostile input -------------------------------------------------------------------------------
+
+
+def _git(root: Path, *args: str) -> None:
+    import subprocess
+
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.org", "-C",
+                    str(root), *args], check=True, capture_output=True)  # fmt: skip
+
+
+def test_a_case_changed_copy_loses_to_the_entry_committed_before_it(tmp_path, regen_cache):
+    """A copy of the tiny example whose model id differs only in case, same revision and run
+    date: both were refused as a tie. The submissions' git history tells them apart (the copy
+    was added in a commit the original's commit is an ancestor of), so the original stays,
+    although the copy's folder sorts first and its run date is the same."""
+    example = ROOT / "leaderboard" / "submissions" / "phasebench__tiny-random-llama"
+    subs = tmp_path / "subs"
+    shutil.copytree(example, subs / example.name)
+    _git(subs, "init", "-q")
+    _git(subs, "add", ".")
+    _git(subs, "commit", "-q", "-m", "the example")
+    (revision,) = [p.name for p in example.iterdir()]
+    copy = subs / "phasebench__Tiny-Random-Llama" / revision
+    shutil.copytree(example / revision, copy)
+    meta = yaml.safe_load((copy / "submission.yaml").read_text())
+    meta["model"] = "phasebench/Tiny-Random-Llama"
+    (copy / "submission.yaml").write_text(yaml.safe_dump(meta))
+    for committed in (False, True):  # the copy in the working tree only, then committed after
+        if committed:
+            _git(subs, "add", ".")
+            _git(subs, "commit", "-q", "-m", "a copy")
+        outcome = validate_all(subs, cache=regen_cache)
+        assert [s.name for s in outcome.accepted] == [f"{example.name}/{revision}"]
+        ((name, (problem,)),) = outcome.refused
+        assert name == f"phasebench__Tiny-Random-Llama/{revision}" and problem.rule == "duplicate"
+        assert f"{example.name}/{revision}, which keeps its place (it was added to" in (
+            problem.message
+        )
 
 
 @pytest.mark.parametrize(

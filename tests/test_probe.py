@@ -320,3 +320,13 @@ def test_a_question_cut_that_a_lone_context_encodes_differently_is_refused(smoll
     check_question_cut(smollm2, plan_shifts(smollm2, parse_prompt(good), **kwargs))
     with pytest.raises(ProbeError, match="encodes differently alone"):
         check_question_cut(smollm2, plan_shifts(smollm2, parse_prompt(bad), **kwargs))
+
+
+def test_an_out_folder_that_cannot_be_made_is_refused_before_the_model_runs(tmp_path, capsys):
+    # /proc passes every permission check for root, yet no folder can be made there; the server
+    # named in API does not exist, so reaching the model would fail with another message.
+    prompt = write(tmp_path, "x\n{{shift}}y")
+    code = main(["probe", prompt, *API, "--out", "/proc/phasebench_probe_out"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert "--out '/proc/phasebench_probe_out': cannot make a folder in '/proc'" in err

@@ -320,3 +320,32 @@ def test_a_margin_interval_is_printed_in_its_own_unit():
     by_key = {s.key: s for s in metrics.statistics()}
     assert report_module._interval(by_key["margin"], [0.361, 0.425]) == "[+0.361, +0.425]"
     assert report_module._interval(by_key["acc"], [0.5, 0.75]) == "[50.0, 75.0]"
+
+
+@pytest.mark.parametrize("off", [2, 127])
+def test_a_run_fed_off_its_labels_is_not_a_measurement(tmp_path, capsys, submission_rows, off):
+    """The server's witness disagrees with the label for ``off`` of 128 prompts: two are left
+    out and counted (a small share), 127 leave no measurement: the report says so first and
+    exits non-zero instead of printing statistics on the one that agrees."""
+    from support.submissions import make_submission, write_lmeval
+
+    rows = submission_rows[:128]
+    folder = make_submission(tmp_path / "run", rows, accuracy=[1.0] * 8)
+    samples = next(folder.glob("samples_*"))
+    records = [json.loads(line) for line in samples.read_text().splitlines()][: len(rows)]
+    assert len(records) == 128
+    for i, rec in enumerate(records):
+        label = rec["doc"]["length"]
+        rec["served_verified"] = [label, label + 1 if i < off else label]
+    for path in [*folder.glob("samples_*"), *folder.glob("results_*")]:
+        path.unlink()
+    write_lmeval(folder, records)
+    code = main(["report", str(folder), "--n-boot", "20", "--n-perm", "20"])
+    out, err = capsys.readouterr()
+    if off == 2:
+        assert code == 0 and "126/128 agree with the label; 2 disagree and are left out" in out
+        return
+    assert code != 0 and out == ""
+    first = err.splitlines()[0]
+    assert first.startswith("phasebench: error: not a measurement:"), err
+    assert "disagrees with the label for 127 of 128" in first

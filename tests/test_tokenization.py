@@ -130,3 +130,37 @@ def test_token_index_at_is_the_first_token_whose_span_holds_the_char(fixture, re
         for c, got in zip(positions, found, strict=True):
             hits = [i for i, (start, end) in enumerate(offsets) if start <= c < end]
             assert got == (hits[0] if hits else -1), (fixture, text, c)
+
+
+def test_a_python_name_must_stay_inside_its_package(tmp_path):
+    """``python:PKG/REST`` is published in manifests and loaded again by ``verify``: a REST
+    that climbs out (``..``) would be a machine path in disguise, and a way to load a tokenizer
+    from anywhere."""
+    import os
+    import shutil
+
+    import phasebench
+    from phasebench.tokenization import builtin_path, load_tokenizer, portable_name
+
+    outside = tmp_path / "tok"
+    outside.mkdir()
+    shutil.copy(builtin_path("deepseek-v4") / "tokenizer.json", outside / "tokenizer.json")
+    package = os.path.dirname(phasebench.__file__)
+    climb = "../" * len(os.path.abspath(package).strip("/").split("/"))
+    name = f"python:phasebench/{climb}{str(outside).lstrip('/')}"
+    for use in (load_tokenizer, portable_name):
+        with pytest.raises(TokenizerError, match="climbs out of the package 'phasebench'"):
+            use(name)
+    # a link inside the package that leads out is refused where the name is looked up
+    link = tmp_path / "pkg" / "phasebench_linkpkg"
+    link.mkdir(parents=True)
+    (link / "__init__.py").write_text("")
+    (link / "tok").symlink_to(outside)
+    import sys
+
+    sys.path.insert(0, str(tmp_path / "pkg"))
+    try:
+        with pytest.raises(TokenizerError, match="leads out of the package"):
+            load_tokenizer("python:phasebench_linkpkg/tok")
+    finally:
+        sys.path.remove(str(tmp_path / "pkg"))

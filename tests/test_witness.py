@@ -110,7 +110,7 @@ def test_report_counts_the_witness_and_leaves_disagreeing_samples_out(submission
 def test_report_refuses_a_run_whose_every_count_disagrees(submission_rows):
     off = {r["id"]: r["length"] + 1 for r in submission_rows}
     run = Run("api", "here", {"phasebench_kv": _logged(submission_rows, off)})
-    with pytest.raises(SamplesError, match="no sample's server prompt token count agrees"):
+    with pytest.raises(SamplesError, match="not a measurement: here: phasebench_kv length 128"):
         build_report([run], n_boot=50, n_perm=50)
 
 

@@ -5,6 +5,7 @@ Each raises :class:`~phasebench.errors.OutputError` naming the option."""
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 from phasebench.errors import OutputError
@@ -33,20 +34,37 @@ def check_writable_file(path: Path | str, what: str = "output") -> Path:
 
 def check_writable_dir(path: Path | str, what: str = "--out") -> Path:
     """``path`` can become a folder: it is one, or it does not exist and no file stands in the
-    way of its parents. Raises :class:`OutputError` naming ``what`` otherwise."""
+    way of its parents. Raises :class:`OutputError` naming ``what`` otherwise.
+
+    Permission bits do not settle it (``os.access`` says yes to root everywhere, ``/proc``
+    included), so the folder that would hold the output is asked directly: a hidden folder is
+    made in it and removed at once, leaving nothing behind."""
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise OutputError(f"{what} {str(path)!r} exists and is not a folder")
     if path.is_dir() and not os.access(path, os.W_OK | os.X_OK):
         raise OutputError(f"{what} {str(path)!r}: cannot write into it")
+    holder = path if path.is_dir() else None
     for parent in path.parents:
         if parent.exists():
             if not parent.is_dir():
                 raise OutputError(f"{what} {str(path)!r} lies under {str(parent)!r}, a file")
             if not os.access(parent, os.W_OK | os.X_OK):
                 raise OutputError(f"{what} {str(path)!r}: cannot write into {str(parent)!r}")
+            holder = holder or parent
             break
+    if holder is not None:
+        _try_making_a_folder_in(holder, path, what)
     return path
+
+
+def _try_making_a_folder_in(holder: Path, path: Path, what: str) -> None:
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".phasebench-check-", dir=holder))
+    except OSError as exc:
+        raise OutputError(
+            f"{what} {str(path)!r}: cannot make a folder in {str(holder)!r} ({exc.strerror or exc})"
+        ) from None
 
 
 def check_replaceable(target: Path | str, marker: str | None, what: str = "--out") -> Path:

@@ -46,6 +46,7 @@ from phasebench.hub.naming import (
     manifest_config_name,
     pretty_name_problem,
 )
+from phasebench.verification import prefill_problems
 
 
 @dataclass(frozen=True)
@@ -107,6 +108,7 @@ def _collect(generated: Sequence[Path | str]) -> list[_Source]:
                 for src, _, entry in source.files()
                 for p in _parquet_problems(src, entry, str(src), deep=True)
             ]
+            problems = problems or prefill_problems(folder)  # the card prints the figures
             if problems:
                 raise HubError(
                     f"{folder} does not match its manifest ({problems[0]}); "

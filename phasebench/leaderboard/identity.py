@@ -7,22 +7,32 @@ was applied, the serving stack (engine, version and flags; none for a run on lm-
 backend), and the task versions (:func:`identity_key`). ``Tiny-Random-Llama`` and
 ``tiny-random-llama`` at one revision are one model.
 
-**Who was there first** keeps its place; every later copy is refused (rule ``duplicate``). The
-validator has no git history, so "first" is decided, in this order, by (:func:`arrival`):
+**Who was there first** keeps its place; every later copy is refused (rule ``duplicate``).
+"First" is decided from the submissions' own history, in this order:
 
 1. being on the earlier board (``leaderboard build`` reads the site it replaces, or
    ``--previous``): a published entry is never displaced by a new copy;
-2. the run's recorded date (lm-eval's ``date`` in the results file), earlier first;
-3. nothing else: a **tie** (neither on the earlier board, the same recorded date, or none) is
-   refused on both sides (rule ``duplicate``, each naming the other). A copy of a results file
-   carries the original's date, and every other tie-break (folder name order, letter case, which
-   id "looks canonical") is something the copier chooses, so no order could be one a copier
-   cannot win; refusing both means a copy can at most hold an unpublished entry back until a
-   maintainer removes the copy's folder, never take its place.
+2. the git history of the submissions folder (:class:`History`), when it is a git work tree:
+   the entry whose ``submission.yaml`` was added in a commit that is an **ancestor** of the
+   commits that added the others (or that the others are not committed yet) came first. A pull
+   request is built on the history it joins, so a copy can never be added before the entry it
+   copies; commit dates, which anyone can set, play no part, only ancestry;
+3. the run's recorded date (lm-eval's ``date`` in the results file), earlier first;
+4. nothing else: a **tie** (none of the above tells them apart) is refused on both sides (rule
+   ``duplicate``, each naming the other).
 
-Dates are submitted data: a copy could be backdated, which only wins against entries that are
-not yet on a published board. The review of the pull request that adds a submission is the
-guard there; the report names the entry that was kept.
+Why nothing else: a copy differs from its original only in what the copier chose (the model id's
+letter case, the folder name, the contact, and any field of its results it cares to rewrite), so
+for any rule that reads the two entries alone (the alphabetical order of the ids, which one
+"looks canonical", which one's results spell the model as its ``submission.yaml`` does, a hash
+of the files) the copier can make a copy that wins it. Only history the copier cannot rewrite
+(the earlier board, git ancestry) tells the original from the copy; where there is none, refusing
+both means a copy can at most hold an entry back until a maintainer removes the copy's folder,
+never take its place. The board's submissions live in git, so there a copy always loses.
+
+Dates are submitted data: a copy could be backdated, which only wins against an entry that is
+neither on a published board nor committed before it. The report names the entry that was kept
+and why.
 
 **Supersedes.** ``supersedes: <revision>`` retires the entries of the same canonical model at
 that revision, with the same variant, precision, chat-template setting and serving engine, only
@@ -36,6 +46,8 @@ list it as superseded, by whom.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import unicodedata
 from collections.abc import Collection, Sequence
 from pathlib import Path
@@ -47,6 +59,7 @@ from phasebench.leaderboard.collect import Problem
 __all__ = [
     "arrival",
     "canonical_model",
+    "History",
     "drop_superseded_and_duplicates",
     "identity_key",
     "incumbents_from",
@@ -101,10 +114,71 @@ def _precedence(sub: Any, incumbents: Collection[str]) -> tuple:
     return (sub.name not in incumbents, recorded)
 
 
-def _why_first(first: Any, incumbents: Collection[str]) -> str:
+def _why_first(first: Any, incumbents: Collection[str], by_history: str | None = None) -> str:
     if first.name in incumbents:
         return "it is on the earlier board"
+    if by_history:
+        return f"it was added to the submissions first, in commit {by_history[:12]}"
     return "its run is older"
+
+
+#: Seconds one git command may take before the history is taken as unknown.
+GIT_TIMEOUT = 30
+
+
+class History:
+    """The git history of a submissions folder: which commit added each submission's
+    ``submission.yaml`` and whether one commit is an ancestor of another. Read only where two
+    entries are one (duplicates are rare), with git's own plumbing, bounded in time, and with
+    nothing of the repository's configuration that could run a command; where the folder is not
+    in a git work tree, or git is missing or fails, the history is unknown (never guessed)."""
+
+    def __init__(self, root: Path | str) -> None:
+        self.root = Path(root)
+
+    def _git(self, *args: str) -> subprocess.CompletedProcess | None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+        git = ["git", "--literal-pathspecs", "-c", "core.fsmonitor=false", "-C", str(self.root)]
+        try:
+            return subprocess.run(
+                [*git, *args], capture_output=True, text=True, timeout=GIT_TIMEOUT, env=env
+            )
+        except (OSError, subprocess.SubprocessError):
+            return None
+
+    def added(self, name: str) -> str | None:
+        """The commit that added ``name``/submission.yaml (the earliest, if it was added more
+        than once), None where it is not committed or the history is unknown."""
+        done = self._git(
+            "log", "--topo-order", "--no-renames", "--diff-filter=A", "--format=%H", "--",
+            f"{name}/submission.yaml",
+        )  # fmt: skip
+        if done is None or done.returncode != 0:
+            return None
+        commits = done.stdout.split()
+        return commits[-1] if commits else None
+
+    def is_ancestor(self, first: str, then: str) -> bool:
+        """Whether commit ``first`` is an ancestor of ``then`` (a commit is its own)."""
+        done = self._git("merge-base", "--is-ancestor", first, then)
+        return done is not None and done.returncode == 0
+
+    def first(self, group: Sequence[Any]) -> tuple[Any, str] | None:
+        """``(entry, commit)`` of the one entry of ``group`` added in a commit that is a proper
+        ancestor of the commits that added every other one (or that the other is not committed
+        yet); None when there is no such entry (none committed, two in one commit, branches
+        that do not descend from each other)."""
+        added = {sub.name: self.added(sub.name) for sub in group}
+        for sub in group:
+            mine = added[sub.name]
+            if mine is not None and all(
+                added[o.name] is None
+                or (added[o.name] != mine and self.is_ancestor(mine, added[o.name]))
+                for o in group
+                if o is not sub
+            ):
+                return sub, mine
+        return None
 
 
 def _supersede_problem(new: Any, old: Any) -> str | None:
@@ -120,10 +194,12 @@ def _supersede_problem(new: Any, old: Any) -> str | None:
 
 
 def drop_superseded_and_duplicates(
-    accepted: Sequence[Any], incumbents: Collection[str] = ()
+    accepted: Sequence[Any], incumbents: Collection[str] = (), history: History | None = None
 ) -> tuple[list[Any], list[tuple[str, str]], list[tuple[str, list[Problem]]]]:
     """Split accepted submissions into those kept, ``(superseded, by)`` pairs and refusals
-    (rules ``duplicate`` and ``supersedes``), all in name order."""
+    (rules ``duplicate`` and ``supersedes``), all in name order. ``history``: the submissions
+    folder's git history, which decides between entries none of which is on the earlier
+    board."""
     order = sorted(accepted, key=lambda s: arrival(s, incumbents))
     groups: dict[tuple, list[Any]] = {}
     for sub in order:
@@ -136,6 +212,17 @@ def drop_superseded_and_duplicates(
         refused.append((sub.name, [Problem("duplicate", f"{sub.name}/submission.yaml", message)]))
 
     for group in groups.values():
+        by_history = None
+        if len(group) > 1 and history is not None and not any(s.name in incumbents for s in group):
+            by_history = history.first(group)
+        if by_history is not None:
+            holder, commit = by_history
+            kept.append(holder)
+            for sub in group:
+                if sub is not holder:
+                    refuse(sub, f"{same} {holder.name}, which keeps its place "
+                                f"({_why_first(holder, incumbents, commit)})")  # fmt: skip
+            continue
         head = _precedence(group[0], incumbents)
         tied = [s for s in group if _precedence(s, incumbents) == head]
         if len(tied) > 1:
@@ -145,9 +232,10 @@ def drop_superseded_and_duplicates(
                     sub,
                     f"{same} {others}"
                     + (
-                        ", and neither came first (not on an earlier board, the same run date): "
-                        "a tie is never broken by folder name, so neither is published until "
-                        "the maintainers remove the copy"
+                        ", and neither came first (not on an earlier board, not committed one "
+                        "after the other, the same run date): a tie is never broken by anything "
+                        "a copier chooses, so neither is published until the maintainers remove "
+                        "the copy"
                         if sub in tied
                         else ", which tie for first place"
                     ),

@@ -4,7 +4,8 @@ Rules (each refusal names one of them and the file):
 
 ``schema``      submission.yaml matches ``submission.schema.json`` (also refuses HTML, control
                 characters and path tricks in its text fields) and names its own folder;
-                its ``backend`` is the one the results' ``model_source`` names, when given
+                its ``backend`` is the one the results name (``model_source`` and
+                ``config.model``; one of them at least)
 ``path``        folder and file names fit the layout; no symlinks
 ``size``/``json``/``yaml``  files are within size limits and parse; no NaN/inf
 ``files``       a results file and one samples file per task are present
@@ -68,7 +69,11 @@ from phasebench.leaderboard.collect import (
     read_submission,
     submission_folders,
 )
-from phasebench.leaderboard.identity import drop_superseded_and_duplicates, identity_key
+from phasebench.leaderboard.identity import (
+    History,
+    drop_superseded_and_duplicates,
+    identity_key,
+)
 from phasebench.leaderboard.isolate import Limits, run_many
 from phasebench.leaderboard.provenance import provenance, recorded_time
 from phasebench.leaderboard.regenerate import Regenerator
@@ -227,23 +232,36 @@ def validate_submission(
 
 
 def _check_backend(raw: RawSubmission, found: Mapping[str, tuple[Path, dict]]) -> None:
-    """The backend submission.yaml claims is the one lm-eval recorded (``model_source`` in the
-    results file, when it is there; ``phasebench eval`` runs the API backends under their
-    witnessing names): the model page's reproduction command is built from the claim."""
+    """The backend submission.yaml claims is the one lm-eval recorded, in both places it
+    records it (``model_source`` and ``config.model`` of the results file; ``phasebench eval``
+    runs the API backends under their witnessing names): the row shows the claim and the model
+    page's reproduction command is built from it, so a claim the results do not prove (one of
+    the two deleted, the other naming another backend) is refused, never taken on faith."""
     from phasebench.lmeval.witness import WITNESSED_BACKENDS
 
     claimed = str(raw.meta["backend"])
     for path, results in {str(p): (p, r) for p, r in found.values()}.values():
-        source = results.get("model_source")
-        if source is None:
-            continue
-        if source not in (claimed, WITNESSED_BACKENDS.get(claimed)):
+        config = results.get("config")
+        recorded = {
+            "model_source": results.get("model_source"),
+            "config.model": config.get("model") if isinstance(config, dict) else None,
+        }
+        if all(source is None for source in recorded.values()):
             raise Refused(
                 "schema",
                 raw.folder / "submission.yaml",
-                f"field backend: {ascii(claimed)} but {path.name} was run with model_source "
-                f"{ascii(source)[:60]}; give the backend lm-eval ran",
+                f"field backend: {ascii(claimed)} but {path.name} records no backend (neither "
+                f"model_source nor config.model, which lm-eval writes); submit lm-eval's own "
+                f"results file",
             )
+        for key, source in recorded.items():
+            if source is not None and source not in (claimed, WITNESSED_BACKENDS.get(claimed)):
+                raise Refused(
+                    "schema",
+                    raw.folder / "submission.yaml",
+                    f"field backend: {ascii(claimed)} but {path.name} was run with {key} "
+                    f"{ascii(source)[:60]}; give the backend lm-eval ran",
+                )
 
 
 def _served(raw: RawSubmission, witnesses: Mapping[str, str | None]) -> str | None:
@@ -430,7 +448,7 @@ def validate_all(
             problems = [Problem(**p) for p in answer["result"]["refused"]]
             outcome.refused.append((name, problems))
     outcome.accepted, outcome.superseded, refusals = drop_superseded_and_duplicates(
-        outcome.accepted, incumbents=set(incumbents)
+        outcome.accepted, incumbents=set(incumbents), history=History(root)
     )
     outcome.refused = sorted(outcome.refused + refusals, key=lambda item: item[0])
     return outcome

@@ -22,6 +22,13 @@ tasks) apart. Then every batch holds prompts of one token count, and no row is p
 Log-likelihood requests (the code family) are padded on the right, after the scored tokens,
 which keeps every position; backends that do not pad (vLLM, servers, the reference models run
 padded rows unpadded, ``phasebench-kvpress`` batches only prompts of one shape) are unaffected.
+
+**Four stop sequences through an API.** lm-eval's OpenAI-type backends append the tokenizer's
+end-of-sequence text to the stop sequences (unless it is one of them already); OpenAI's API, and
+servers that follow it, answer more than four with HTTP 400, and lm-eval's chat backends send
+only the first four, which would drop the added one or the end of sequence without a word. So a
+run through such a backend may give at most :data:`API_STOP_LIMIT` minus two stop sequences of
+its own (:func:`stops_over_limit`), counted before anything runs.
 """
 
 from __future__ import annotations
@@ -49,6 +56,25 @@ def one_length_per_batch(gen_kwargs: Mapping[str, Any] | None, length: int) -> d
     stops = [s for s in stops if not _is_batch_stop(s)]
     out["until"] = [*stops, batch_stop(length, stops[0] if stops else "")]
     return out
+
+
+#: Stop sequences one request of lm-eval's OpenAI-type backends may carry (OpenAI's API refuses
+#: more; ``local-chat-completions`` sends ``stop[:4]``).
+API_STOP_LIMIT = 4
+
+
+def stops_over_limit(gen_kwargs: Mapping[str, Any] | None) -> tuple[list[str], int] | None:
+    """``(own, most)`` when the run's own stop sequences (``until`` in ``gen_kwargs``) plus the
+    one :func:`one_length_per_batch` adds and the end of sequence lm-eval adds exceed
+    :data:`API_STOP_LIMIT`: its own stop sequences and how many of them fit; None when they fit
+    (or when ``until`` is not given: the task's one stop sequence fits)."""
+    if not gen_kwargs or gen_kwargs.get("until") is None:
+        return None
+    until = gen_kwargs["until"]
+    own = [until] if isinstance(until, str) else list(until)
+    own = list(dict.fromkeys(s for s in own if not _is_batch_stop(s)))
+    most = API_STOP_LIMIT - 2  # the added stop sequence and the end of sequence
+    return (own, most) if len(own) > most else None
 
 
 def _is_batch_stop(stop: Any) -> bool:

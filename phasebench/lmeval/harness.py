@@ -175,6 +175,32 @@ def check_fits(
     )
 
 
+def check_stop_sequences(
+    families: Sequence[str], gen_kwargs: Mapping[str, Any] | None, backend: str | None
+) -> None:
+    """Refuse, before anything loads, stop sequences (``until`` in ``--gen_kwargs``) that an
+    OpenAI-type backend could not send with the two that are added to every generation request
+    (:mod:`phasebench.lmeval.batching`): the server would answer HTTP 400 mid-run, or lm-eval's
+    chat backend would drop one of the added ones without a word."""
+    from phasebench.families import get_family
+    from phasebench.lmeval.batching import API_STOP_LIMIT, stops_over_limit
+
+    if backend not in API_BACKENDS:
+        return
+    if all(get_family(f).output_type == "multiple_choice" for f in families):
+        return
+    over = stops_over_limit(gen_kwargs)
+    if over is None:
+        return
+    own, most = over
+    raise EvalError(
+        f"--gen_kwargs until gives {len(own)} stop sequences ({', '.join(map(repr, own))}); "
+        f"{backend} sends at most {API_STOP_LIMIT}, and phasebench's batch stop and lm-eval's "
+        f"end of sequence take two of them: keep at most {most} (drop "
+        f"{', '.join(map(repr, own[most:]))})"
+    )
+
+
 def _check_metadata(families: Sequence[str], kwargs: Mapping[str, Any]) -> None:
     """Refuse task metadata the tasks would refuse, before anything is loaded: every split spec
     (lengths, ``phase_modulus``, ``n_base``, ``seed``, the length axis, ``phases``) and the
@@ -220,6 +246,7 @@ def prepare(ns: Any, on_event: Callable[[str], None] | None = None) -> None:
         ns.metadata = metadata  # the tasks relabel phases for the templated sequence
     _check_metadata(families, model_args | metadata)  # before the tokenizer or model loads
     backend = getattr(ns, "model", None)
+    check_stop_sequences(families, ns.gen_kwargs, backend)
     max_length = model_max_length(model_args, backend)
     for family in families:
         if on_event is not None:

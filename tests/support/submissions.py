@@ -73,7 +73,8 @@ def make_submission(
         right = rng.random() < accuracy[row["phase"]]
         response = " " + row["answer"] if right else " 00000"
         records.append(sample_record(i, row, response))
-    write_lmeval(folder, records, max_length=max_length)
+    backend = (meta or {}).get("backend", "hf")
+    write_lmeval(folder, records, max_length=max_length, backend=backend)
     data = {
         "model": model,
         "revision": revision,
@@ -90,8 +91,11 @@ def make_submission(
     return folder
 
 
-def write_lmeval(folder: Path, records: list[dict], *, max_length: int = 4096, **changes) -> None:
-    """results_*.json and samples_*.jsonl as lm-eval writes them for these records."""
+def write_lmeval(
+    folder: Path, records: list[dict], *, max_length: int = 4096, backend: str = "hf", **changes
+) -> None:
+    """results_*.json and samples_*.jsonl as lm-eval writes them for these records, run on
+    ``backend`` (lm-eval records it twice: ``config.model`` and ``model_source``)."""
     acc = sum(r["acc"] for r in records) / len(records)
     task_hash = hash_string(
         "".join(r["doc_hash"] + r["prompt_hash"] + r["target_hash"] for r in records)
@@ -115,7 +119,8 @@ def write_lmeval(folder: Path, records: list[dict], *, max_length: int = 4096, *
             }
         },
         "n-samples": {TASK: {"original": len(records), "effective": len(records)}},
-        "config": {"model": "hf", "model_args": "pretrained=acme/phase-model", "limit": None},
+        "config": {"model": backend, "model_args": "pretrained=acme/phase-model", "limit": None},
+        "model_source": backend,
         "task_hashes": {TASK: task_hash},
         "max_length": max_length,
         "lm_eval_version": "0.4.13",
