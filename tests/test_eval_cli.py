@@ -212,3 +212,13 @@ def test_plain_lm_eval_refuses_a_misspelled_key_in_one_line(tmp_path, tiny_llama
         "phasebench_kv: --metadata has no key 'max_seq_lenghts'; did you mean 'max_seq_lengths'?"
     ), err[-3:]
     assert not (tmp_path / "cache").exists()  # nothing was generated
+
+
+def test_an_unknown_task_is_one_line_naming_the_known_ones(capsys):
+    """Before, ``--tasks phasebench_needle`` ended in lm-eval's 23-line traceback (exit 1)."""
+    code = main(["eval", "--model", "hf", "--model_args", "pretrained=/no/such/model",
+                 "--tasks", "phasebench_needle"])  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1, err
+    assert "phasebench_needle" in err[0] and "phasebench_kv" in err[0], err
+    assert "phasebench_niah" in err[0] and "lm_eval list tasks" in err[0], err
