@@ -39,6 +39,7 @@ from phasebench.samples import (
     SERVED_STATES,
     ScoredRecord,
     iter_samples,
+    newest_samples,
     read_results,
     run_name,
     scored_record,
@@ -141,11 +142,8 @@ def _samples_next_to(results_file: Path) -> list[Path]:
 
 
 def _read_run(folder: Path, files: list[Path]) -> Run:
-    newest: dict[str, Path] = {}
-    for f in sorted(files, key=lambda f: SAMPLES_NAME.match(f.name)["date"]):
-        newest[SAMPLES_NAME.match(f.name)["task"]] = f
     run = Run(name=_model_name(folder), source=str(folder))
-    for task, f in sorted(newest.items()):
+    for task, f in newest_samples(files).items():
         run.samples[task] = list(iter_samples(f))
     return run
 
