@@ -439,3 +439,30 @@ def test_pack_refuses_a_run_it_cannot_take_whole_in_one_line(tmp_path, submissio
                        "whose newest samples come from a later run"):  # fmt: skip
         pack(folder, tmp_path / "packed")
     assert not (tmp_path / "packed").exists()
+
+
+def test_build_fails_when_every_new_entry_is_refused(
+    tmp_path, submission_rows, regen_cache, capsys, monkeypatch
+):
+    """Before, ``pack && build`` exited 0 with "accepted: 0 refused: 1". A build whose new
+    entries were all refused ends with a line naming them and exit code 1 (the site is built
+    all the same); an entry the earlier site accepted is not new."""
+    import phasebench.leaderboard.validate as validate
+
+    monkeypatch.setattr(validate, "known_tasks", lambda tasks_dir=None: dict(TASKS))
+    subs, site = tmp_path / "subs", tmp_path / "site"
+    build = ["leaderboard", "build", str(subs), "--out", str(site), "--quiet", "--no-reported",
+             "--cache", str(regen_cache)]  # fmt: skip
+    bad = make_submission(subs, submission_rows, model="acme/bad", meta={"license": "<b>"})
+    assert main(build) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == (f"phasebench: the only new entry, acme__bad/{REVISION}, was refused "
+                       "(above); the site shows the others")  # fmt: skip
+    assert (site / "leaderboard.json").is_file()
+    shutil.rmtree(bad.parent)
+    make_submission(subs, submission_rows, model="acme/good")
+    assert main(build) == 0  # a new entry accepted
+    assert main(build) == 0  # nothing new: the same board again
+    make_submission(subs, submission_rows, model="acme/bad", meta={"license": "<b>"})
+    assert main(build) == 1  # the earlier site's entry is not new; the one new entry refused
+    assert "acme__bad" in capsys.readouterr().err.strip().splitlines()[-1]
