@@ -222,3 +222,20 @@ def test_an_unknown_task_is_one_line_naming_the_known_ones(capsys):
     assert code == 2 and len(err) == 1, err
     assert "phasebench_needle" in err[0] and "phasebench_kv" in err[0], err
     assert "phasebench_niah" in err[0] and "lm_eval list tasks" in err[0], err
+
+
+def test_a_gguf_folder_without_gguf_file_names_gguf_file(tmp_path, capsys):
+    """Before, a folder holding only a GGUF file, given as ``pretrained=`` without
+    ``gguf_file=``, pointed to ``max_length=N`` and, with that, to a missing tokenizer."""
+    from phasebench.errors import TokenizerError
+    from phasebench.tokenization import load_tokenizer
+
+    (tmp_path / "Model.Q4_1.gguf").write_bytes(b"GGUF")
+    for extra in ("", ",max_length=8192"):
+        code = main(["eval", "--model", "hf", "--model_args", f"pretrained={tmp_path}{extra}",
+                     "--tasks", "phasebench_kv"])  # fmt: skip
+        err = capsys.readouterr().err.strip().splitlines()
+        assert code == 2 and "gguf_file=Model.Q4_1.gguf" in err[-1], err
+        assert not any("Traceback" in line for line in err)
+    with pytest.raises(TokenizerError, match="gguf_file=Model.Q4_1.gguf"):
+        load_tokenizer(str(tmp_path))

@@ -118,7 +118,7 @@ def model_max_length(model_args: Mapping[str, Any], backend: str | None = None) 
 
     from phasebench.lmeval import compat
     from phasebench.lmeval.data import tokenizer_source
-    from phasebench.tokenization import check_reachable, load_tokenizer
+    from phasebench.tokenization import check_reachable, gguf_problem, load_tokenizer
 
     pretrained = model_args.get("pretrained")
     if not pretrained:
@@ -132,6 +132,8 @@ def model_max_length(model_args: Mapping[str, Any], backend: str | None = None) 
             kwargs[key] = model_args[key]
     if not Path(str(pretrained)).expanduser().exists():  # a Hub id: offline, fail at once
         check_reachable(str(pretrained), dict(model_args), files=("config.json",), what="model")
+    elif problem := gguf_problem(str(pretrained), model_args):
+        raise EvalError(problem)
     try:
         config = transformers.AutoConfig.from_pretrained(str(pretrained), **kwargs)
     except Exception as exc:  # transformers raises many kinds; one line for the user
