@@ -329,7 +329,7 @@ def results_table(report: dict[str, Any], variants: tuple[str, ...] = DEMO_VARIA
                     "gap": round(100 * entry["gap"], 1),
                     "gap 95% CI": f"[{100 * lo:.1f}, {100 * hi:.1f}]",
                     "p": format_p(entry["p_value"], n_perm) or "-",
-                    "period": entry["dominant_period"] or "-",
+                    "period": period_cell(entry),
                     "phase effect": "yes" if significant else "no",
                 }
             )
@@ -337,6 +337,18 @@ def results_table(report: dict[str, Any], variants: tuple[str, ...] = DEMO_VARIA
     if found:
         rows[gaps.index(max(found))]["phase effect"] = "finding"
     return pd.DataFrame(rows)
+
+
+def period_cell(entry: dict[str, Any]) -> str:
+    """The period as the demo's table, the README and the site name it: the dominant period,
+    "4 or 2" where the data are consistent with more than one (``consistent_periods``, the
+    report's line under its period), "-" where no period is named."""
+    if entry.get("dominant_period") is None:
+        return "-"
+    periods = entry.get("consistent_periods") or []
+    if len(periods) > 1:
+        return " or ".join(str(p) for p in periods)
+    return str(entry["dominant_period"])
 
 
 def results_legend(variants: tuple[str, ...] = DEMO_VARIANTS) -> str:
@@ -370,7 +382,8 @@ def results_legend(variants: tuple[str, ...] = DEMO_VARIANTS) -> str:
         "half (unbiased; what the leaderboard ranks by)",
         "gap: best minus worst phase, with its 95% bootstrap interval",
         "p: permutation test of the phase labels (p < 0.001: no shuffle of 1,000 reached the gap)",
-        "period: the dominant period of the phase profile (- none)",
+        "period: the dominant period of the phase profile (- none; 4 or 2: the data are "
+        "consistent with both, the first is the one named)",
         f"phase effect: yes where p < {ALPHA:g}; finding: the largest such gap, the effect the "
         "benchmark exists to show (a stride-S compression makes accuracy depend on the needle's "
         "phase mod S)",

@@ -471,3 +471,22 @@ def test_the_next_steps_revision_is_the_gguf_files():
     folder = Path(importlib.util.find_spec(NEXT_MODULE).submodule_search_locations[0])
     digest = hashlib.sha256((folder / NEXT_GGUF).read_bytes()).hexdigest()
     assert digest[:40] == NEXT_REVISION
+
+
+def test_the_demos_table_names_the_periods_the_readme_shows():
+    """The demo printed period "4" for mean-w8s2 where the README (checked against the same
+    report) says "4 or 2": the data are consistent with both, and the report says so under its
+    period. The demo's table now names both, as the README and ``phasebench report`` do."""
+    import json
+
+    from phasebench.demo import results_table
+
+    root = Path(__file__).resolve().parent.parent
+    report = json.loads((root / "docs" / "figures" / "demo-report.json").read_text())
+    table = results_table(report).set_index("model")
+    marker = "<!-- checked: numbers docs/figures/demo-report"
+    readme = (root / "README.md").read_text().split(marker)
+    rows = [line.split("|") for line in readme[1].split("\n\n")[0].splitlines()[3:]]
+    shown = {cells[1].strip(" `"): cells[7].strip(" *") for cells in rows}
+    assert shown["mean-w8s2"] == "4 or 2"
+    assert {m: str(table.loc[m, "period"]) for m in shown} == shown
