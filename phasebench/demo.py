@@ -175,6 +175,7 @@ def run_demo(
     say = on_event or (lambda line: None)
     from phasebench.leaderboard.render import SITE_MARKER
 
+    _check_no_lm_eval_output(Path(out))
     out = make_folder(Path(out))
     runs_dir = out / "lm_eval"
     for folder, marker in (
@@ -209,6 +210,33 @@ def run_demo(
         "site": str(site),
         "report_data": report,
     }
+
+
+def _check_no_lm_eval_output(out: Path) -> None:
+    """Refuse an ``--out`` that holds lm-eval output of its own (``results_*.json`` or
+    ``samples_*.jsonl`` in it or one folder down, lm-eval's layout), outside the folders the
+    demo made: the demo would write its split, report, site and template among someone's run
+    (``--out my-run`` after the next steps), so a later ``report`` or ``pack`` of that folder
+    would read both."""
+    from phasebench.errors import OutputError
+    from phasebench.samples import RESULTS_NAME, SAMPLES_NAME
+
+    if not out.is_dir():
+        return
+    folders = [out, *(p for p in sorted(out.iterdir()) if p.is_dir() and not p.is_symlink())]
+    for folder in folders:
+        if (folder / RUNS_MARKER).is_file():
+            continue  # the demo's own lm_eval/ or submissions/
+        found = next(
+            (p for p in sorted(folder.iterdir())
+             if RESULTS_NAME.match(p.name) or SAMPLES_NAME.match(p.name)),
+            None,
+        )  # fmt: skip
+        if found is not None:
+            raise OutputError(
+                f"--out {str(out)!r} holds lm-eval output ({found.relative_to(out)}); the demo "
+                f"would write its own among it: choose an empty or new folder"
+            )
 
 
 #: The model the demo's next steps run: small, full attention, and installable without the Hub

@@ -490,3 +490,18 @@ def test_the_demos_table_names_the_periods_the_readme_shows():
     shown = {cells[1].strip(" `"): cells[7].strip(" *") for cells in rows}
     assert shown["mean-w8s2"] == "4 or 2"
     assert {m: str(table.loc[m, "period"]) for m in shown} == shown
+
+
+def test_demo_out_holding_lm_eval_output_is_refused(tmp_path, capsys):
+    """Before, ``phasebench demo --out my-run`` wrote the demo's split, report and site into
+    the folder of a user's lm-eval run; refused in one line before any work, nothing written."""
+    from phasebench.cli import main
+
+    run = tmp_path / "my-run" / "acme__m"
+    run.mkdir(parents=True)
+    (run / "results_2026-12-01T00-00-00.000000.json").write_text('{"results": {}}')
+    (run / "samples_phasebench_kv_2026-12-01T00-00-00.000000.jsonl").write_text("")
+    assert main(["demo", "--out", str(tmp_path / "my-run")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "holds lm-eval output" in err[0], err
+    assert sorted(p.name for p in (tmp_path / "my-run").iterdir()) == ["acme__m"]
