@@ -197,13 +197,12 @@ def check_out_dir(out: Path, specs: Sequence[SplitSpec], overwrite: bool, sharde
             elif entry.name not in ours:
                 continue
             raise OutputError(
-                f"{str(entry)!r} holds another spec; choose a new output folder or pass "
-                f"overwrite=True (--overwrite)"
+                f"{str(entry)!r} holds another spec; choose a new output folder or pass --overwrite"
             )
         return
     raise OutputError(
         f"output folder {str(out)!r} exists and is not empty; choose another output folder or "
-        f"pass overwrite=True (--overwrite)"
+        "pass --overwrite"
     )
 
 

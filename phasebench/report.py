@@ -41,6 +41,7 @@ from phasebench.samples import (
     ScoredRecord,
     fed_off_label,
     iter_samples,
+    newest_samples,
     read_results,
     run_name,
     scored_record,
@@ -114,8 +115,45 @@ def load_runs(paths: Sequence[str | Path]) -> tuple[list[Run], list[dict[str, An
             by_folder[f.parent].append(f)
         for folder in sorted(by_folder):
             runs.append(_read_run(folder, by_folder[folder]))
+    runs = _read_once(runs)
     _unique_names(runs)
     return runs, reports
+
+
+class SameRunWarning(UserWarning):
+    """A folder holds a packed copy of another folder's run (its submission): read once."""
+
+
+def _read_once(runs: list[Run]) -> list[Run]:
+    """``runs`` less the packed copies (``phasebench leaderboard pack``) of an earlier one: the
+    same samples, task by task (ids, doc hashes, responses, scores), as a run and its submission
+    are under the folder ``phasebench demo`` writes; each left out with a warning naming both
+    folders, so a model is not listed twice as if it had run twice. Two unpacked runs with the
+    same samples (a deterministic model run twice) stay two runs."""
+    import warnings
+
+    seen: dict[Any, Run] = {}
+    kept = []
+    for run in runs:
+        key = tuple(
+            (task, tuple(sorted(json.dumps(
+                [s.get("doc_id"), (s.get("doc") or {}).get("id"), s.get("doc_hash"),
+                 s.get("filtered_resps"), s.get("acc"), s.get("margin")],
+                sort_keys=True, default=str,
+            ) for s in samples)))
+            for task, samples in sorted(run.samples.items())
+        )  # fmt: skip
+        packed = any("packed_fields" in s for samples in run.samples.values() for s in samples)
+        if key in seen and packed:
+            warnings.warn(
+                f"{run.source} holds a packed copy of the samples in {seen[key].source}; read once",
+                SameRunWarning,
+                stacklevel=3,
+            )
+            continue
+        seen.setdefault(key, run)
+        kept.append(run)
+    return kept
 
 
 def runs_from_files(files: Sequence[str | Path]) -> list[Run]:
@@ -143,11 +181,8 @@ def _samples_next_to(results_file: Path) -> list[Path]:
 
 
 def _read_run(folder: Path, files: list[Path]) -> Run:
-    newest: dict[str, Path] = {}
-    for f in sorted(files, key=lambda f: SAMPLES_NAME.match(f.name)["date"]):
-        newest[SAMPLES_NAME.match(f.name)["task"]] = f
     run = Run(name=_model_name(folder), source=str(folder))
-    for task, f in sorted(newest.items()):
+    for task, f in newest_samples(files).items():
         run.samples[task] = list(iter_samples(f))
     return run
 

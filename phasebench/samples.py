@@ -21,7 +21,7 @@ import json
 import math
 import re
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,6 +41,7 @@ __all__ = [
     "SERVED_STATES",
     "ScoredRecord",
     "iter_samples",
+    "newest_samples",
     "read_results",
     "fed_off_label",
     "scored_record",
@@ -53,6 +54,25 @@ RESULTS_NAME = re.compile(r"^results_(?P<date>[0-9][0-9T:._-]*)\.json$")
 SAMPLES_NAME = re.compile(
     r"^samples_(?P<task>[A-Za-z0-9_]+?)_(?P<date>[0-9][0-9T:._-]*)\.jsonl(\.gz)?$"
 )
+
+
+def newest_samples(files: Iterable[Path]) -> dict[str, Path]:
+    """Task -> its newest ``samples_<task>_<date>`` file among ``files`` (one folder's): lm-eval
+    adds files of a new date at every invocation into the same ``--output_path`` (a rerun, each
+    look of a staged run), so the newest of a task is its last run. What ``phasebench report``
+    reads and ``phasebench leaderboard pack`` packs: one choice, so the board shows the run the
+    report showed."""
+    newest: dict[str, Path] = {}
+    for path in sorted(files, key=lambda f: (_date(f), f.name)):
+        match = SAMPLES_NAME.match(path.name)
+        if match:
+            newest[match["task"]] = path
+    return dict(sorted(newest.items()))
+
+
+def _date(path: Path) -> str:
+    match = SAMPLES_NAME.match(path.name) or RESULTS_NAME.match(path.name)
+    return match["date"] if match else ""
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ import hashlib
 import json
 import os
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -346,6 +346,21 @@ def _hf_kwargs(args: dict[str, Any]) -> dict[str, Any]:
     return kwargs
 
 
+def gguf_problem(folder: Path | str, args: Mapping[str, Any]) -> str | None:
+    """The line for a model folder that holds a GGUF file and no ``config.json``, loaded without
+    ``gguf_file`` (transformers then finds neither a config nor a tokenizer), else None."""
+    folder = Path(folder).expanduser()
+    if args.get("gguf_file") or not folder.is_dir() or (folder / "config.json").exists():
+        return None
+    ggufs = sorted(p.name for p in folder.glob("*.gguf"))
+    if not ggufs:
+        return None
+    return (
+        f"folder {str(folder)!r} holds {', '.join(ggufs[:3])} and no config.json: name the file "
+        f"in the model arguments, gguf_file={ggufs[0]}"
+    )
+
+
 def truthy(value: Any) -> bool:
     """A boolean argument as lm-eval's ``--model_args`` and a spec's tokenizer arguments give
     it: ``1`` / ``true`` / ``yes`` (any case) as text, else the value's truth."""
@@ -379,7 +394,8 @@ def _load_hf(name: str, args: dict[str, Any]) -> Any:
             return _load_hf(str(path / "tokenizer.json"), args)
         if not has_config and not args.get("gguf_file"):
             raise TokenizerError(
-                f"folder {name!r} holds no tokenizer.json or tokenizer_config.json"
+                gguf_problem(path, args)
+                or f"folder {name!r} holds no tokenizer.json or tokenizer_config.json"
             )
         return transformers.AutoTokenizer.from_pretrained(str(path), **kwargs)
     check_reachable(name, args)

@@ -115,16 +115,19 @@ def test_report_diff_prints_and_writes_the_difference(two_runs, tmp_path, capsys
     args = ["report", str(before), str(after), "--diff", "--json", str(out)]
     assert main([*args, "--n-boot", "200", "--n-perm", "200"]) == 0
     printed = capsys.readouterr().out
-    assert "difference  after minus before" in printed
-    block = printed[printed.index("difference  after minus before") :]
+    # the runs are named by the folders given (issue 52; they were named by model, which the
+    # fixture names after its folder)
+    heading = f"difference  {after} minus {before}"
+    assert heading in printed
+    block = printed[printed.index(heading) :]
     line = next(x for x in block.splitlines() if x.strip().startswith("gap "))
     assert "->" in line and line.endswith("p < 0.005")  # the floor of 200 permutations
     diff = json.loads(out.read_text())["difference"]
     entry = diff["tasks"]["phasebench_kv"]["1024"]
-    assert (diff["before"], diff["after"]) == ("before", "after")
+    assert (diff["before"], diff["after"]) == (str(before), str(after))
     assert entry["gap"]["difference"] < 0 and entry["split"]["tokenizer_fingerprint"] == FINGERPRINT
     assert main(["report", str(out)]) == 0  # the saved report renders its difference back
-    assert "difference  after minus before" in capsys.readouterr().out
+    assert heading in capsys.readouterr().out
 
 
 def test_report_diff_refuses_runs_of_different_splits_in_one_line(two_runs, tmp_path, capsys):
@@ -141,3 +144,17 @@ def test_report_diff_refuses_runs_of_different_splits_in_one_line(two_runs, tmp_
     assert main(["report", str(before), "--diff"]) == 2
     assert "exactly two runs" in capsys.readouterr().err
     assert not written.exists()  # nothing written on a refusal
+
+
+def test_report_diff_names_the_runs_by_the_folders_given(tmp_path, capsys):
+    """Before, ``--diff`` labelled the runs by model name: the same model before and after a
+    fix read "m (2) minus m". They are named by the folders given, in the order given."""
+    folders = []
+    for name, profile in (("before-fix", WEAK), ("after-fix", FLAT)):
+        folder = _write_run(tmp_path / name, outcomes(profile, 48, name))
+        results = next(folder.glob("results_*.json"))
+        results.write_text(json.dumps({"model_name": "acme/m", "results": {}}))
+        folders.append(str(folder))
+    assert main(["report", *folders, "--diff", "--n-boot", "50", "--n-perm", "50"]) == 0
+    printed = capsys.readouterr().out
+    assert f"difference  {folders[1]} minus {folders[0]} (points" in printed, printed

@@ -490,3 +490,27 @@ def test_markers_are_read_before_fences_and_tables(tmp_path):
     a, b = marked([doc])
     assert (a.kind, a.arg, a.lines) == ("output", "phasebench --version", ("phasebench 0",))
     assert (b.kind, len(b.lines)) == ("power", 3)
+
+
+#: Output options whose value is a path the command writes.
+OUTPUT_OPTION = re.compile(r"--(?:out|output_path|json|plots)[ =]\[?([^\s\]]+)")
+#: Tracked folders a README command writes into on purpose (a submission joins the repository).
+WRITES_TRACKED = ("leaderboard/",)
+
+
+def test_the_readmes_own_outputs_are_ignored_by_git():
+    """Every folder or file a README command writes in the clone (``--out my-site``,
+    ``--output_path my-run``, ``--json report.json``, ...) is ignored by git, so following the
+    README leaves ``git status`` clean. Before, ``my-run``, ``my-board``, ``my-site`` and
+    ``my-probe`` were not."""
+    text = (ROOT / "README.md").read_text()
+    commands = [line for _, lang, lines in fenced_blocks(text) if lang == "bash" for line in lines]
+    paths = {m[1].rstrip("/") for line in commands for m in OUTPUT_OPTION.finditer(line)}
+    paths = {p for p in paths if not p.startswith(WRITES_TRACKED) and p.upper() != p}
+    assert {"my-run", "my-board/HuggingFaceTB__SmolLM2-135M-Instruct", "my-site"} <= {
+        p if not p.startswith("my-board/") else p.rsplit("/", 1)[0] for p in paths
+    }, paths
+    for path in sorted(paths):
+        probe = f"{path}/any-file"
+        proc = subprocess.run(["git", "check-ignore", "-q", probe], cwd=ROOT, check=False)
+        assert proc.returncode == 0, f"{path} (README) is not ignored by git"

@@ -212,3 +212,30 @@ def test_plain_lm_eval_refuses_a_misspelled_key_in_one_line(tmp_path, tiny_llama
         "phasebench_kv: --metadata has no key 'max_seq_lenghts'; did you mean 'max_seq_lengths'?"
     ), err[-3:]
     assert not (tmp_path / "cache").exists()  # nothing was generated
+
+
+def test_an_unknown_task_is_one_line_naming_the_known_ones(capsys):
+    """Before, ``--tasks phasebench_needle`` ended in lm-eval's 23-line traceback (exit 1)."""
+    code = main(["eval", "--model", "hf", "--model_args", "pretrained=/no/such/model",
+                 "--tasks", "phasebench_needle"])  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1, err
+    assert "phasebench_needle" in err[0] and "phasebench_kv" in err[0], err
+    assert "phasebench_niah" in err[0] and "lm_eval list tasks" in err[0], err
+
+
+def test_a_gguf_folder_without_gguf_file_names_gguf_file(tmp_path, capsys):
+    """Before, a folder holding only a GGUF file, given as ``pretrained=`` without
+    ``gguf_file=``, pointed to ``max_length=N`` and, with that, to a missing tokenizer."""
+    from phasebench.errors import TokenizerError
+    from phasebench.tokenization import load_tokenizer
+
+    (tmp_path / "Model.Q4_1.gguf").write_bytes(b"GGUF")
+    for extra in ("", ",max_length=8192"):
+        code = main(["eval", "--model", "hf", "--model_args", f"pretrained={tmp_path}{extra}",
+                     "--tasks", "phasebench_kv"])  # fmt: skip
+        err = capsys.readouterr().err.strip().splitlines()
+        assert code == 2 and "gguf_file=Model.Q4_1.gguf" in err[-1], err
+        assert not any("Traceback" in line for line in err)
+    with pytest.raises(TokenizerError, match="gguf_file=Model.Q4_1.gguf"):
+        load_tokenizer(str(tmp_path))

@@ -705,3 +705,21 @@ def test_any_sample_field_gives_tables_or_one_line(tmp_path_factory, field, valu
     code, _, err = run(["report", str(_samples(folder, lines)), "--n-boot", "0", "--n-perm", "0"])
     if code != 0:
         assert_one_line(code, err)
+
+
+def test_a_refused_output_folder_names_the_option_not_the_keyword(tmp_path):
+    """Before, the command line was told to "pass overwrite=True (--overwrite)", the Python
+    keyword first; a user of the command line is told ``--overwrite``."""
+    source = _lm_eval_output(tmp_path / "out")
+    packed = tmp_path / "acme__m" / "rev"
+    args = ["leaderboard", "pack", str(source), "--out", str(packed)]
+    assert run(args)[0] == 0
+    code, _, err = run(args)
+    assert_one_line(code, err, "--overwrite")
+    assert "overwrite=True" not in err, err
+    taken = tmp_path / "taken"
+    taken.mkdir()
+    (taken / "mine.txt").write_text("not a split")
+    code, _, err = run(["generate", "kv", "--length", "256", "--n-base", "16", "--out", str(taken)])
+    assert_one_line(code, err, "--overwrite")
+    assert "overwrite=True" not in err, err

@@ -444,3 +444,84 @@ def test_known_tasks_merge_every_include_of_a_task_yaml():
     versions = known_tasks()
     assert set(versions) == {"phasebench_kv", "phasebench_niah", "phasebench_code"}
     assert all(v not in ("None", "") for v in versions.values()), versions
+
+
+def _rerun(folder: Path, date: str, records: list[dict]) -> None:
+    """An earlier invocation of lm-eval into the same folder (a staged run's earlier look, or a
+    first run before a rerun): its own results and samples files, of these samples."""
+    results = json.loads(next(folder.glob("results_2026-11-30T05*.json")).read_text())
+    results["n-samples"][TASK] = {"original": len(records), "effective": len(records)}
+    (folder / f"results_{date}.json").write_text(json.dumps(results))
+    lines = "".join(json.dumps(r) + "\n" for r in records)
+    (folder / f"samples_{TASK}_{date}.jsonl").write_text(lines)
+
+
+def test_pack_takes_the_run_the_report_reads(tmp_path, submission_rows, regen_cache):
+    """Before, a staged run (four looks) or a rerun into the same --output_path was packed whole
+    and every build refused it: "a second samples file for task ...". Now pack takes each task's
+    newest samples and their results, the files ``phasebench report`` reads."""
+    from phasebench.report import load_runs
+
+    folder = make_submission(tmp_path / "raw", submission_rows)
+    records = _records(folder)
+    for look, date in enumerate(("2026-11-30T01-00-00.000000", "2026-11-30T02-00-00.000000"), 1):
+        _rerun(folder, date, records[: 16 * look])
+    packed = tmp_path / "subs" / "acme__phase-model" / REVISION
+    pack(folder, packed, folder / "submission.yaml")
+    last = "2026-11-30T05-00-00.000000"
+    assert sorted(p.name for p in packed.iterdir()) == [
+        f"results_{last}.json", f"samples_{TASK}_{last}.jsonl.gz", "submission.yaml"]  # fmt: skip
+    (run,), _ = load_runs([folder])
+    assert len(run.samples[TASK]) == len(records)  # the report reads that run too
+    outcome = _one(tmp_path / "subs", regen_cache)
+    assert len(outcome.accepted) == 1, outcome.report_lines()
+
+
+def test_pack_refuses_a_run_it_cannot_take_whole_in_one_line(tmp_path, submission_rows):
+    from phasebench.errors import SamplesError
+
+    folder = make_submission(tmp_path / "raw", submission_rows)
+    orphan = folder / f"samples_{TASK}_2026-12-01T00-00-00.000000.jsonl"
+    shutil.copy(next(folder.glob("samples_*.jsonl")), orphan)
+    with pytest.raises(SamplesError, match="has no results_2026-12-01T00-00-00.000000.json"):
+        pack(folder, tmp_path / "packed")
+    orphan.unlink()
+    # an earlier run of kv and niah, then kv alone: the newest niah samples belong to a run
+    # whose kv samples are not the newest, so no one run holds both
+    earlier = "2026-11-29T00-00-00.000000"
+    _rerun(folder, earlier, _records(folder)[:16])
+    results = json.loads((folder / f"results_{earlier}.json").read_text())
+    results["results"]["phasebench_niah"] = {}
+    (folder / f"results_{earlier}.json").write_text(json.dumps(results))
+    (folder / f"samples_phasebench_niah_{earlier}.jsonl").write_text("")
+    with pytest.raises(SamplesError, match=f"results_{earlier}.json is one run with {TASK}, "
+                       "whose newest samples come from a later run"):  # fmt: skip
+        pack(folder, tmp_path / "packed")
+    assert not (tmp_path / "packed").exists()
+
+
+def test_build_fails_when_every_new_entry_is_refused(
+    tmp_path, submission_rows, regen_cache, capsys, monkeypatch
+):
+    """Before, ``pack && build`` exited 0 with "accepted: 0 refused: 1". A build whose new
+    entries were all refused ends with a line naming them and exit code 1 (the site is built
+    all the same); an entry the earlier site accepted is not new."""
+    import phasebench.leaderboard.validate as validate
+
+    monkeypatch.setattr(validate, "known_tasks", lambda tasks_dir=None: dict(TASKS))
+    subs, site = tmp_path / "subs", tmp_path / "site"
+    build = ["leaderboard", "build", str(subs), "--out", str(site), "--quiet", "--no-reported",
+             "--cache", str(regen_cache)]  # fmt: skip
+    bad = make_submission(subs, submission_rows, model="acme/bad", meta={"license": "<b>"})
+    assert main(build) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == (f"phasebench: the only new entry, acme__bad/{REVISION}, was refused "
+                       "(above); the site shows the others")  # fmt: skip
+    assert (site / "leaderboard.json").is_file()
+    shutil.rmtree(bad.parent)
+    make_submission(subs, submission_rows, model="acme/good")
+    assert main(build) == 0  # a new entry accepted
+    assert main(build) == 0  # nothing new: the same board again
+    make_submission(subs, submission_rows, model="acme/bad", meta={"license": "<b>"})
+    assert main(build) == 1  # the earlier site's entry is not new; the one new entry refused
+    assert "acme__bad" in capsys.readouterr().err.strip().splitlines()[-1]

@@ -330,3 +330,17 @@ def test_an_out_folder_that_cannot_be_made_is_refused_before_the_model_runs(tmp_
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1
     assert "--out '/proc/phasebench_probe_out': cannot make a folder in '/proc'" in err
+
+
+def test_the_model_is_built_on_the_device_lm_evals_command_line_picks(tiny_llama):
+    """``phasebench probe`` without ``--device`` built the ``hf`` model with the backend's own
+    default, ``cuda``: on a machine without a GPU, a traceback ("Torch not compiled with CUDA
+    enabled"), so the demo's probe step did not run as printed. Without a device the model is
+    built as ``lm_eval run`` (and ``phasebench eval``) builds it: a GPU where there is one,
+    else the CPU."""
+    import torch
+
+    from phasebench.lmeval import compat
+
+    lm = compat.create_model("hf", f"pretrained={tiny_llama},dtype=float32", batch_size=1)
+    assert lm.device.type == ("cuda" if torch.cuda.is_available() else "cpu")

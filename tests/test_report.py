@@ -349,3 +349,25 @@ def test_a_run_fed_off_its_labels_is_not_a_measurement(tmp_path, capsys, submiss
     first = err.splitlines()[0]
     assert first.startswith("phasebench: error: not a measurement:"), err
     assert "disagrees with the label for 127 of 128" in first
+
+
+def test_a_run_and_its_packed_submission_are_read_once(tmp_path, submission_rows, capsys):
+    """``phasebench report`` on the demo's folder read each model twice (its lm-eval run and
+    its packed submission) and listed it twice, without a word; the same samples are now read
+    once, with a warning naming both folders. Another model's run is still its own."""
+    from phasebench.leaderboard.pack import pack
+    from support.submissions import make_submission
+
+    run = make_submission(tmp_path / "lm_eval", submission_rows, model="acme/m")
+    pack(run, tmp_path / "submissions" / "acme__m" / "rev")
+    make_submission(tmp_path / "lm_eval", submission_rows, model="acme/other", seed=1,
+                    accuracy=[0.5] * 8)  # fmt: skip
+    from phasebench.report import SameRunWarning
+
+    with pytest.warns(SameRunWarning) as caught:
+        assert main(["report", str(tmp_path), "--n-boot", "20", "--n-perm", "20"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("phasebench_kv  length 128  (") == 2, out
+    (warning,) = [str(w.message) for w in caught]
+    assert "submissions/acme__m/rev holds a packed copy of the samples in" in warning, warning
+    assert "lm_eval/acme__m" in warning, warning

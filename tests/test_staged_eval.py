@@ -62,3 +62,31 @@ def test_staged_run_sends_each_prompt_once_in_prefixes_of_base_items(tmp_path, m
     # four looks, one model: every look after the first reused the model the first one loaded
     assert record["model_loads"] == 1
     assert os.path.basename(out.record) == "staged.json"
+
+
+@pytest.mark.parametrize("prebuilt", [False, True])
+def test_an_n_base_a_staged_run_cannot_cut_names_the_knob_the_run_used(
+    tmp_path, monkeypatch, capsys, prebuilt
+):
+    """Before, a run whose split came from ``--metadata`` was told to "generate the split with
+    --n-base 64"; the refusal names the metadata knob, and ``--n-base`` only for a split built
+    by ``phasebench generate`` (``dataset_path``)."""
+    from phasebench.cli import main
+    from phasebench.demo import generate_split
+    from phasebench.reference import weights_dir
+
+    monkeypatch.setenv("PHASEBENCH_CACHE", str(tmp_path / "cache"))
+    metadata = {"max_seq_lengths": [LENGTH], "n_base": 24}
+    if prebuilt:
+        splits = generate_split(tmp_path / "splits", LENGTH, 24)
+        metadata = {"max_seq_lengths": [LENGTH], "dataset_path": str(splits)}
+    code = main(["eval", "--staged", "--model", "hf", "--model_args",
+                 f"pretrained={weights_dir() / 'mean-w8s4'}", "--tasks", "phasebench_kv",
+                 "--metadata", json.dumps(metadata), "--output_path", str(tmp_path / "out"),
+                 "--log_samples"])  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and "multiple of 64" in err[-1], err
+    if prebuilt:
+        assert err[-1].endswith("generate the split again with --n-base 64"), err
+    else:
+        assert err[-1].endswith("""pass --metadata '{"n_base": 64, ...}'"""), err

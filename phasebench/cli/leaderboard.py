@@ -52,7 +52,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "A failure of the machine rather than of a submission (a tokenizer package missing, a "
         "library that does not import, a crashed or killed validating process, a full disk) "
         "stops the build with one line and exit code 3, and the published site stays as it "
-        "was.",
+        "was. When every new entry (one that neither the earlier site in --out nor --previous "
+        "accepted) is refused, the last line says so and the exit code is 1; the site is built "
+        "all the same.",
     )
     bu.add_argument("submissions", help="the submissions folder")
     _args.out(
@@ -262,7 +264,17 @@ def _build_locked(
     board = score(outcome, reported)
     build_site(board, out, submissions=submissions)
     print("\n".join(outcome.report_lines()))
-    print(f"site: {out / 'index.html'}")
+    print(f"site: {out / 'index.html'}", flush=True)
+    refused = [name for name, _ in outcome.refused if name not in previous]
+    if refused and not any(sub.name not in previous for sub in outcome.accepted):
+        # pack && build must not look successful when what was just packed did not get in
+        which = (
+            f"the only new entry, {refused[0]}, was"
+            if len(refused) == 1
+            else f"all {len(refused)} new entries were"
+        )
+        print(f"phasebench: {which} refused (above); the site shows the others", file=sys.stderr)
+        return 1
     return 0
 
 

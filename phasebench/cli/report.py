@@ -53,6 +53,11 @@ def run(args: argparse.Namespace) -> int:
     )
 
     runs, reports = load_runs(args.paths)
+    if args.diff and len(args.paths) == 2 and len(runs) == 2 and not reports:
+        # before and after are named as the user named them: the folders given, not the model
+        # (a fix is most often the same model run twice, named alike)
+        for run, path in zip(runs, args.paths, strict=True):
+            run.name = str(path)
     settings = {"n_boot": args.n_boot, "n_perm": args.n_perm, "seed": args.stats_seed}
     if args.diff and reports:
         raise SamplesError(

@@ -160,7 +160,7 @@ def _check_out(out: Path, generated: Sequence[Path | str], overwrite: bool) -> N
         if not overwrite:
             raise HubError(
                 f"output folder {str(out)!r} exists and is not empty; choose another or pass "
-                f"overwrite=True (--overwrite)"
+                "--overwrite"
             )
         if not (out / INDEX).is_file():
             raise HubError(

@@ -24,7 +24,7 @@ from phasebench.leaderboard.collect import (
     Refused,
     iter_samples,
 )
-from phasebench.samples import ReadLimits
+from phasebench.samples import ReadLimits, newest_samples, read_results
 
 #: Sample ``doc`` strings longer than this are dropped by ``pack`` and restored from the
 #: regenerated split during validation (the prompt text, mostly).
@@ -62,6 +62,46 @@ def _write_gzip(raw: BinaryIO, lines: list[str]) -> None:
                 text.write(line + "\n")
 
 
+def run_files(folder: Path) -> list[Path]:
+    """The results and samples files of the run ``phasebench report`` reads in ``folder``: each
+    task's newest samples (:func:`phasebench.samples.newest_samples`) and the results file of the
+    same lm-eval invocation (the same date). A staged run or a rerun into the same
+    ``--output_path`` leaves earlier files beside them; those stay behind. Refused in one line
+    (:class:`SamplesError`) when a newest samples file has no results file of its date, or when an
+    earlier results file also scores a task whose newest samples came later (its other tasks'
+    samples would be packed with a later run's: rerun them together)."""
+    files = sorted(folder.iterdir())
+    newest = newest_samples(
+        p for p in files if SAMPLES_NAME.match(p.name) and not p.name.endswith(".gz")
+    )
+    if not newest:  # no samples: the results alone (validation says what is missing)
+        results = [p for p in files if RESULTS_NAME.match(p.name)]
+        return results[-1:]
+    dates = {task: SAMPLES_NAME.match(p.name)["date"] for task, p in newest.items()}
+    chosen: list[Path] = []
+    for date in sorted(set(dates.values())):
+        results = folder / f"results_{date}.json"
+        if not results.is_file():
+            task = next(t for t, d in dates.items() if d == date)
+            raise SamplesError(
+                f"{newest[task]} has no results_{date}.json beside it (lm-eval writes both at "
+                f"the end of a run); pack a finished run"
+            )
+        try:
+            scored = set(read_results(results)["results"])
+        except SamplesError:
+            scored = set()  # validation refuses an unreadable results file with its rule
+        later = sorted(t for t in scored & set(dates) if dates[t] > date)
+        if later:
+            raise SamplesError(
+                f"{results.name} is one run with {', '.join(later)}, whose newest samples come "
+                f"from a later run in {str(folder)!r}; rerun those tasks together into a fresh "
+                f"--output_path and pack that"
+            )
+        chosen += [results, *(newest[t] for t, d in dates.items() if d == date)]
+    return sorted(chosen)
+
+
 def pack(
     source: Path | str,
     out: Path | str,
@@ -70,7 +110,8 @@ def pack(
     overwrite: bool = False,
 ) -> list[Path]:
     """Pack the lm-eval output under ``source`` (a folder with results_*.json and samples_*.jsonl,
-    possibly one level down in lm-eval's model sub-folder) into the folder ``out``.
+    possibly one level down in lm-eval's model sub-folder) into the folder ``out``: the run
+    ``phasebench report`` reads there (:func:`run_files`), earlier runs and looks left out.
 
     Every file appears at once when all of them are written, none of them otherwise (a full
     disk leaves no partial file). A file of the same name already in ``out`` is refused before
@@ -88,10 +129,10 @@ def pack(
             f"--log_samples"
         )
     plan: list[tuple[Path, Path, bool]] = []  # (source file, packed file, gzip its samples?)
-    for path in sorted(folder.iterdir()):
+    for path in run_files(folder):
         if RESULTS_NAME.match(path.name):
             plan.append((path, out / path.name, False))
-        if SAMPLES_NAME.match(path.name) and not path.name.endswith(".gz"):
+        else:
             plan.append((path, out / (path.name + ".gz"), True))
     if submission is not None:
         plan.append((Path(submission), out / SUBMISSION_FILE, False))
@@ -101,7 +142,7 @@ def pack(
         raise OutputError(
             f"--out {str(out)!r} already holds {', '.join(taken[:3])}"
             f"{f' and {len(taken) - 3} more' if len(taken) > 3 else ''}; choose another --out "
-            f"or pass overwrite=True (--overwrite) to replace them"
+            f"or pass --overwrite to replace them"
         )
     with atomic_files() as files:  # --out itself is removed again if it was made and this fails
         for path, target, gzipped in plan:

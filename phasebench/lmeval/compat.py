@@ -489,15 +489,32 @@ def evaluate_and_save(
 def create_model(model: str, model_args: str, **config: Any) -> Any:
     """An lm-eval model (``lm_eval.api.model.LM``) built as ``lm_eval --model MODEL
     --model_args ARGS`` builds it: the registered class, from the argument string, with
-    ``config`` (``batch_size``, ``device``) added where not None."""
+    ``config`` (``batch_size``, ``device``) added where not None. Without a device, the one
+    lm-eval's command line gives (:func:`cli_default_device`), as ``phasebench eval`` runs: a
+    GPU where there is one, else the CPU (the ``hf`` backend's own default, ``cuda``, fails on
+    a machine without one)."""
     import lm_eval.models  # noqa: F401  (fills the model registry)
     from lm_eval.api.registry import get_model
+
+    if config.get("device") is None:
+        config["device"] = cli_default_device()
 
     try:
         cls = get_model(model)
     except (KeyError, ValueError):
         raise EvalError(f"lm-eval has no model type {model!r} (see lm_eval ls models)") from None
     return cls.create_from_arg_string(model_args, {k: v for k, v in config.items() if v})
+
+
+def cli_default_device() -> str | None:
+    """The ``device`` lm-eval's ``run`` command gives a model when ``--device`` is left out
+    (its ``EvaluatorConfig``'s default)."""
+    import dataclasses
+
+    from lm_eval.config.evaluate_config import EvaluatorConfig
+
+    field = next(f for f in dataclasses.fields(EvaluatorConfig) if f.name == "device")
+    return field.default if isinstance(field.default, str) else None
 
 
 def parse_model_args(text: str) -> dict[str, Any]:

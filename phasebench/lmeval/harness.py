@@ -56,6 +56,20 @@ API_BACKENDS = (
 API_DEFAULT_MAX_LENGTH = 2048
 
 
+#: How lm-eval 0.4.13 begins the error for ``--tasks`` names it cannot find (before the model
+#: loads), turned into one line by :func:`run_eval`.
+TASKS_NOT_FOUND = "Tasks not found: "
+
+
+def _unknown_tasks_line(missing: str) -> str:
+    """The line for ``--tasks`` names neither phasebench nor lm-eval knows: phasebench's own."""
+    own = ", ".join(sorted(_task_families()))
+    return (
+        f"unknown task(s) {missing.strip()}: phasebench's tasks are {own} and the group {GROUP} "
+        f"(lm-eval's own: lm_eval list tasks)"
+    )
+
+
 def tasks_dir() -> str:
     """The installed ``tasks/`` folder, for ``lm_eval --include_path``."""
     return str(resource_dir("tasks"))
@@ -104,7 +118,7 @@ def model_max_length(model_args: Mapping[str, Any], backend: str | None = None) 
 
     from phasebench.lmeval import compat
     from phasebench.lmeval.data import tokenizer_source
-    from phasebench.tokenization import check_reachable, load_tokenizer
+    from phasebench.tokenization import check_reachable, gguf_problem, load_tokenizer
 
     pretrained = model_args.get("pretrained")
     if not pretrained:
@@ -118,6 +132,8 @@ def model_max_length(model_args: Mapping[str, Any], backend: str | None = None) 
             kwargs[key] = model_args[key]
     if not Path(str(pretrained)).expanduser().exists():  # a Hub id: offline, fail at once
         check_reachable(str(pretrained), dict(model_args), files=("config.json",), what="model")
+    elif problem := gguf_problem(str(pretrained), model_args):
+        raise EvalError(problem)
     try:
         config = transformers.AutoConfig.from_pretrained(str(pretrained), **kwargs)
     except Exception as exc:  # transformers raises many kinds; one line for the user
@@ -367,12 +383,17 @@ def run_eval(
         lm_evals = next((str(model_args[k]) for k in MODEL_NAME_KEYS if model_args.get(k)), None)
         return ours if ours != lm_evals else None
 
-    ns = compat.run_cli(
-        ["run", *args, "--include_path", tasks_dir()],
-        before=before,
-        own_tasks_only=_own_tasks,
-        name=name,
-    )
+    try:
+        ns = compat.run_cli(
+            ["run", *args, "--include_path", tasks_dir()],
+            before=before,
+            own_tasks_only=_own_tasks,
+            name=name,
+        )
+    except ValueError as exc:  # lm-eval's answer to a --tasks name it cannot find
+        if not str(exc).startswith(TASKS_NOT_FOUND):
+            raise
+        raise EvalError(_unknown_tasks_line(str(exc).removeprefix(TASKS_NOT_FOUND))) from None
     output_path = getattr(ns, "output_path", None) or None
     after = _samples_files(output_path)
     written = sorted(f for f, mtime in after.items() if seen.get(f) != mtime)

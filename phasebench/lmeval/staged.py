@@ -92,7 +92,7 @@ def plan(ns: Any) -> Plan:
     from phasebench.families import task_name
     from phasebench.lmeval.data import resolve_split
     from phasebench.lmeval.harness import requested_families
-    from phasebench.stats.sequential import stage_sizes
+    from phasebench.stats.sequential import stage_sizes, staged_n_base
 
     if getattr(ns, "limit", None) is not None or getattr(ns, "samples", None):
         raise EvalError("--staged sets --limit itself at every look; leave out --limit/--samples")
@@ -126,7 +126,13 @@ def plan(ns: Any) -> Plan:
     try:
         looks = stage_sizes(n_base, modulus)
     except Exception as exc:  # StatsError: a user's n_base that the design cannot cut
-        raise EvalError(str(exc)) from None
+        good = staged_n_base(n_base, modulus)
+        knob = (  # the knob this run set n_base with: a pre-built split's, or the task metadata
+            f"generate the split again with --n-base {good}"
+            if (ns.metadata or {}).get("dataset_path")
+            else f"""pass --metadata '{{"n_base": {good}, ...}}'"""
+        )
+        raise EvalError(f"{exc}; {knob}") from None
     return Plan(task_name(family), family, int(spec["length"]), modulus, n_base, per_base, looks)
 
 

@@ -46,6 +46,13 @@ BOUNDARY = (0.0125, 0.0125, 0.0125, 0.0125)
 Verdict = Literal["significant", "futile", "not significant", "continue"]
 
 
+def staged_n_base(n_base: int, modulus: int) -> int:
+    """The nearest ``n_base`` at or below ``n_base`` (at least one look's worth) that a staged
+    run can cut into looks: what a refusal of :func:`stage_sizes` suggests."""
+    need = int(round(1 / STAGE_FRACTIONS[0])) * modulus
+    return max(need, (n_base // need) * need)
+
+
 def stage_sizes(n_base: int, modulus: int) -> tuple[int, ...]:
     """Base items at each look of a split of ``n_base`` items at modulus ``modulus``.
 
@@ -56,8 +63,7 @@ def stage_sizes(n_base: int, modulus: int) -> tuple[int, ...]:
     if n_base < need or n_base % need:
         raise StatsError(
             f"a staged run needs n_base to be a multiple of {need} (8 x the modulus {modulus}) "
-            f"so that every look covers whole groups of {modulus} base items (got {n_base}); "
-            f"generate the split with --n-base {max(need, (n_base // need) * need)}"
+            f"so that every look covers whole groups of {modulus} base items (got {n_base})"
         )
     return tuple(int(n_base * f) for f in STAGE_FRACTIONS)
 
