@@ -216,6 +216,7 @@ def _looks(
 ) -> tuple[Decision | None, list[dict[str, Any]], tuple[Path, ...]]:
     """Run the looks in order until the design stops: the decision, every look's record and
     the samples files of the last look."""
+    from phasebench.lmeval import compat
     from phasebench.lmeval.harness import run_eval
     from phasebench.report import build_report, runs_from_files
     from phasebench.stats.sequential import BOUNDARY, decide
