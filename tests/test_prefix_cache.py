@@ -162,3 +162,49 @@ def test_salted_and_plain_runs_compared_arm_against_arm(split, tmp_path):
     assert (cache["first"], cache["second"], cache["n"]) == ("plain", "salted", 32)
     assert cache["agreement"] == 1.0 and cache["p"] == 1.0
     assert "prefix cache  salted vs plain: 32/32 agree" in proc.stdout
+
+
+def test_leaderboard_accepts_a_repeat_run_and_shows_warm_against_cold(
+    tmp_path, submission_rows, regen_cache
+):
+    """A repeat run's samples (every prompt cold, then warm) pass validation; its warm reads
+    are re-scored like any sample, and the model page shows the warm-vs-cold line."""
+    from phasebench.leaderboard.render import build_site
+    from phasebench.leaderboard.score import score
+    from phasebench.leaderboard.validate import validate_all
+    from support.submissions import TASK, TASKS, make_submission, sample_record, write_lmeval
+
+    folder = make_submission(tmp_path / "subs", submission_rows, accuracy=[1.0] * 8)
+    records = []
+    for i, row in enumerate(submission_rows):
+        cold = sample_record(2 * i, {**row, "read": "cold"}, " " + row["answer"])
+        wrong = i % 2 == 0  # the warm read errs on every other prompt
+        warm = sample_record(
+            2 * i + 1, {**row, "read": "warm"}, " 0" if wrong else cold["resps"][0][0]
+        )
+        warm["acc_warm"], warm["metrics"] = warm.pop("acc"), ["acc_warm"]
+        records += [cold, warm]
+    for path in [*folder.glob("samples_*"), *folder.glob("results_*")]:
+        path.unlink()
+    n = len(submission_rows)
+    table = {"alias": TASK, "acc,none": 1.0, "acc_stderr,none": "N/A",
+             "acc_warm,none": (n // 2) / n}  # fmt: skip
+    write_lmeval(folder, records, results={TASK: table})
+    outcome = validate_all(tmp_path / "subs", tasks=TASKS, cache=regen_cache)
+    assert len(outcome.accepted) == 1, outcome.report_lines()
+    board = score(outcome)
+    (detail,) = board["models"].values()
+    cache = detail["boards"][0]["summary"]["prefix_cache"]
+    assert (cache["n"], cache["first_only"], cache["second_only"]) == (n, n // 2, 0)
+    assert cache["p"] < 0.01
+    build_site(board, tmp_path / "site")
+    pages = "".join(p.read_text() for p in (tmp_path / "site").rglob("*.html"))
+    assert f"{n // 2} of {n} agree; right only cold {n // 2}, right only warm 0" in pages
+
+    # a warm read whose logged score is not what its response gives is refused
+    records[1]["acc_warm"] = 1.0
+    for path in [*folder.glob("samples_*"), *folder.glob("results_*")]:
+        path.unlink()
+    write_lmeval(folder, records, results={TASK: table})
+    outcome = validate_all(tmp_path / "subs", tasks=TASKS, cache=regen_cache)
+    assert not outcome.accepted and "acc_warm is 1.0" in " ".join(outcome.report_lines())
