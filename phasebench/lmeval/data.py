@@ -149,9 +149,12 @@ def prefix_cache_arm(kwargs: Mapping[str, Any]) -> str | None:
 
 def repeated(rows: Sequence[Mapping[str, Any]]) -> list[dict]:
     """Every row twice, a ``cold`` read then a ``warm`` one, adjacent. lm-eval's request order
-    keeps them adjacent and in this order (its sorts are stable and the two are equal in every
-    sort key; :func:`phasebench.lmeval.compat.send_order` models it, tested on lm-eval's code),
-    so the warm read is sent right after the cold one, its prefix still in the cache."""
+    keeps them adjacent and in this order: its Collator sorts stably, and the two reads are equal
+    in every key it sorts and groups by (the prompt's length and text, the generation
+    arguments; :func:`phasebench.prefill.send_order` models the sort), so the warm read is sent
+    right after the cold one, its prefix the most recent the cache has seen.
+    ``tests/test_prefix_cache.py`` reads that order off a server fed by lm-eval's own API
+    backend."""
     return [{**row, "read": read} for row in rows for read in READS]
 
 
