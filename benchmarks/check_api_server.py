@@ -34,6 +34,7 @@ def main() -> int:
         check_chat,
         check_completions,
         check_length_axis,
+        check_repeat,
         check_witness_catches_retokenizing,
     )
     from support.openai_server import serve
@@ -52,6 +53,7 @@ def main() -> int:
                 ("chat", lambda w: check_chat(served, w)),
                 ("witness", lambda w: check_witness_catches_retokenizing(served, w, other)),
                 ("length", lambda w: check_length_axis(served, w)),
+                ("repeat", lambda w: check_repeat(served, w)),
             ]:
                 began = time.monotonic()
                 lines = check(work / name)

@@ -29,6 +29,7 @@ from typing import Any
 from phasebench import metrics
 from phasebench._version import __version__
 from phasebench.atomic import FileSet, atomic_files, atomic_write_text
+from phasebench.cache_reads import arm_of, arms_comparison, cache_lines, repeat_comparison
 from phasebench.errors import SamplesError, SpecError, StatsError, debugging, first_line
 from phasebench.families import get_family
 from phasebench.rows import config_length, row_problem
@@ -40,6 +41,7 @@ from phasebench.samples import (
     SERVED_STATES,
     ScoredRecord,
     fed_off_label,
+    is_warm,
     iter_samples,
     newest_samples,
     read_results,
@@ -306,6 +308,7 @@ def build_report(
         tasks: dict[str, dict[str, Any]] = {}
         for task, samples in run.samples.items():
             groups, served = _group(task, samples)
+            warm_vs_cold = repeat_comparison(task, samples)
             for key, witness in served.items():
                 if fed_off_label(witness["agree"], witness["disagree"], witness["unverified"]):
                     total = sum(witness[state] for state in SERVED_STATES)
@@ -339,6 +342,8 @@ def build_report(
                     "served": served.get((label, length)),
                     **summary,
                 }
+                if length in warm_vs_cold:
+                    tasks[label][str(length)]["prefix_cache"] = warm_vs_cold[length]
         if not tasks:
             raise SamplesError(
                 f"{run.source}: no phasebench samples (docs without 'phase'/'base_id'); "
@@ -368,6 +373,8 @@ def _group(
     for number, s in enumerate(samples, 1):
         doc = s.get("doc")
         if not isinstance(doc, dict) or "phase" not in doc or "base_id" not in doc:
+            continue
+        if is_warm(doc):  # a repeat run's second read: compared apart (cache_reads)
             continue
         where = f"{task} sample {number}"
         missing = [k for k in DOC_FIELDS if k not in doc]
@@ -500,7 +507,11 @@ def difference_report(
         )
     tasks: dict[str, dict[str, Any]] = {}
     for key in shared:
-        if problem := _split_mismatch(ids_a[key], ids_b[key]):
+        task = key[0].split("/")[0]
+        # a plain and a salted run of one split: the docs differ by the salt alone
+        arms = (arm_of(before.samples[task]), arm_of(after.samples[task]))
+        salted = sorted(arms, key=str) == sorted((None, "salted"), key=str)
+        if problem := _split_mismatch(ids_a[key], ids_b[key], same_docs=not salted):
             raise SamplesError(
                 f"{before.name} and {after.name} are not runs of one split: {key[0]} length "
                 f"{key[1]}: {problem}; --diff compares two runs of the same split (same spec "
@@ -518,6 +529,11 @@ def difference_report(
             "split": split,
             **diff,
         }
+        if salted:  # the salted arm's reads against the plain run's, prompt by prompt
+            plain, other = (before, after) if arms[0] is None else (after, before)
+            found = arms_comparison(task, plain.samples[task], other.samples[task])
+            if key[1] in found:
+                tasks[key[0]][str(key[1])]["prefix_cache"] = found[key[1]]
     return {"before": before.name, "after": after.name, "tasks": tasks}
 
 
@@ -530,15 +546,18 @@ def _keys(groups: Mapping[tuple[str, int], Any]) -> str:
     return ", ".join(f"{task} length {length}" for task, length in sorted(groups)) or "none"
 
 
-def _split_mismatch(a: Mapping[str, Any], b: Mapping[str, Any]) -> str | None:
-    """What differs between two groups' splits (the first field), or None."""
+def _split_mismatch(
+    a: Mapping[str, Any], b: Mapping[str, Any], same_docs: bool = True
+) -> str | None:
+    """What differs between two groups' splits (the first field), or None; without
+    ``same_docs`` the docs themselves may differ (a salted arm against a plain run)."""
     for name in SPLIT_FIELDS:
         if a[name] != b[name]:
             shown = [", ".join(_short(v) for v in side[name]) for side in (a, b)]
             return f"{name.replace('_', ' ')} {shown[0]} against {shown[1]}"
     if a["docs"] != b["docs"]:
         return f"{a['docs']} samples against {b['docs']}"
-    if a["docs_digest"] != b["docs_digest"]:
+    if same_docs and a["docs_digest"] != b["docs_digest"]:
         return "the logged docs differ (lm-eval doc hashes)"
     return None
 
@@ -710,6 +729,8 @@ def render_tables(report: dict[str, Any]) -> str:
                     lines.append(_indent(_phase_table_frame(e["phase_table"]).to_string()))
                 if e.get("served"):
                     lines.append(f"  server      {_witness_line(e['served'])}")
+                if e.get("prefix_cache"):
+                    lines += cache_lines(e["prefix_cache"])
                 blocks.append("\n".join(lines))
     if len(report["runs"]) > 1:
         blocks.append("comparison\n" + _indent(comparison_frame(report).to_string(index=False)))
@@ -741,6 +762,8 @@ def _difference_block(diff: Mapping[str, Any]) -> str:
                     f"    {label:<12}{_pct(d['before'])} -> {_pct(d['after'])}  "
                     f"{_signed_points(d['difference'])}  {_ci(d['difference_ci'])}  p {p}"
                 )
+            if e.get("prefix_cache"):
+                lines += ["  " + line for line in cache_lines(e["prefix_cache"])]
     return "\n".join(lines)
 
 

@@ -39,7 +39,9 @@ __all__ = [
     "SERVED_KEY",
     "MAX_OFF_LABEL_SHARE",
     "SERVED_STATES",
+    "WARM_KEY",
     "ScoredRecord",
+    "is_warm",
     "iter_samples",
     "newest_samples",
     "read_results",
@@ -218,6 +220,17 @@ def run_name(model_args: str | Mapping[str, Any] | None, logged: str | None = No
 #: server was involved (``hf``, ``vllm``: phasebench's tokenizer is the backend's).
 SERVED_KEY = "served_verified"
 SERVED_STATES = ("agree", "disagree", "unverified")
+
+#: The per-sample key of a warm read's score in a ``"prefix_cache": "repeat"`` run (the doc's
+#: ``read`` is ``warm``): the same prompt as the cold read before it, answered again, kept apart
+#: from ``acc`` so that every phase statistic stays the cold reads' (:mod:`phasebench.cache_reads`
+#: pairs the two).
+WARM_KEY = "acc_warm"
+
+
+def is_warm(doc: Mapping[str, Any]) -> bool:
+    """Whether ``doc`` is the warm read of a ``repeat`` run (its cold twin came first)."""
+    return doc.get("read") == "warm"
 
 
 def served_label(doc: Mapping[str, Any]) -> int:

@@ -120,9 +120,13 @@ def verify_config(
     num_proc: int = 1,
     progress: bool = True,
     tokenizer: PhaseTokenizer | None = None,
+    salted: bool = False,
 ) -> Report:
     """Check every claim of one config folder; problems are collected in the report (a
-    different tokenizer raises :class:`TokenizerError`: that is a question to the caller)."""
+    different tokenizer raises :class:`TokenizerError`: that is a question to the caller).
+    With ``salted``, the salted arm of the prefix-cache axis as well: every row salted as an
+    lm-eval task salts it, and every claim re-checked on the salted sequence
+    (:func:`phasebench.salting.salt_problems`)."""
     global _WORK
     folder = Path(folder)
     if sample is not None and sample < 1:
@@ -227,7 +231,26 @@ def verify_config(
         report.notes += prompts.notes
     elif claimed is None and not report.problems:
         report.notes.append(f"the manifest states no {prefill.MANIFEST_KEY} figures")
+    if salted:
+        _check_salted(folder, manifest, tok, wanted, report)
     return report
+
+
+def _check_salted(
+    folder: Path, manifest: dict, tok: PhaseTokenizer, wanted: set[int], report: Report
+) -> None:
+    """The salted arm of the rows ``verify`` re-encoded: problems, or a note of what held."""
+    from phasebench.salting import salt_problems
+
+    rows = [row for i, row in enumerate(_stream(folder, manifest)) if i in wanted]
+    found = salt_problems(rows, tok)
+    report.problems += found
+    if not found:
+        report.notes.append(
+            f"salted arm: {len(rows)} rows salted, each salt a multiple of "
+            f"{manifest['spec']['modulus']} tokens; every phase and length phase label holds "
+            "on the salted sequence, no two salted prompts share their salt"
+        )
 
 
 #: Prompt tokens up to which ``verify`` keeps every prompt's ids and text to re-derive the
@@ -374,10 +397,15 @@ def _stream(folder: Path, manifest: dict):
 
 
 def verify(
-    paths: Sequence[Path | str], sample: int | None = None, num_proc: int = 1, progress: bool = True
+    paths: Sequence[Path | str],
+    sample: int | None = None,
+    num_proc: int = 1,
+    progress: bool = True,
+    salted: bool = False,
 ) -> list[Report]:
     """A report per complete config under ``paths``, and a skipped report for each config
-    ``generate`` did not complete (so a half-built folder is never passed over in silence)."""
+    ``generate`` did not complete (so a half-built folder is never passed over in silence).
+    ``salted``: check the salted arm too (:func:`verify_config`)."""
     reports = []
     for raw in paths:
         path = Path(raw)
@@ -392,7 +420,7 @@ def verify(
         partial = partial_configs(path)
         if not folders and not partial:
             raise SplitError(f"no phasebench config under {str(path)!r}")
-        reports += [verify_config(f, sample, num_proc, progress) for f in folders]
+        reports += [verify_config(f, sample, num_proc, progress, salted=salted) for f in folders]
         reports += [
             Report(
                 f.name,

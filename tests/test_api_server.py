@@ -24,6 +24,7 @@ from support.api_checks import (
     check_chat,
     check_completions,
     check_length_axis,
+    check_repeat,
     check_witness_catches_retokenizing,
 )
 from support.openai_server import serve
@@ -59,6 +60,13 @@ def test_witness_marks_prompts_the_server_tokenized_otherwise(server, tmp_path):
 @pytest.mark.slow
 def test_both_axes_through_the_server(server, tmp_path):
     assert check_length_axis(server, tmp_path)
+
+
+@pytest.mark.slow
+def test_repeat_reads_agree_on_a_correct_server(server, tmp_path):
+    """The clean case of the prefix-cache axis: every prompt read twice in a row, warm vs cold
+    not significant (tests/test_prefix_cache.py has the faulty case)."""
+    assert check_repeat(server, tmp_path)
 
 
 def test_api_backends_take_the_context_from_max_length():

@@ -288,6 +288,8 @@ NOT_RERUN = {
     ("docs/probe.md", "per phase (mod 8), mean margin:"): "SmolLM2 probe run (stated above it)",
     ("docs/probe.md", "per phase (mod 8), mean correct:"): "kvpress probe, 7 CPU minutes",
     ("docs/reference.md", "phasebench reference sweep"): "5 CPU minutes; the commands only",
+    ("docs/serving.md", "  prefix cache  warm vs cold"): "the faulty loopback server's run; "
+    "tests/test_prefix_cache.py asserts its counts and p",
     ("docs/tasks.md", "phasebench: error: phasebench_kv"): "an error line; the test of the "
     "truncation guard (tests/test_tasks_lmeval.py) asserts its text",
 }

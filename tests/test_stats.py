@@ -497,6 +497,7 @@ def test_summarize_samples_refuses_mixed_records():
 
 STATS_API = [
     "PhaseSummary",
+    "ReadPair",
     "cochran_q",
     "compare_runs",
     "consistent_periods",
@@ -504,6 +505,7 @@ STATS_API = [
     "divisors",
     "dominant_period",
     "fold",
+    "paired_agreement",
     "period_spectrum",
     "phase_lock_rate",
     "phase_matrix",

@@ -22,6 +22,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="re-encode only K rows per config (default: all)",
     )
+    ver.add_argument(
+        "--prefix-cache",
+        choices=["salted"],
+        default=None,
+        help='also check the salted arm ("prefix_cache": "salted" of the lm-eval tasks): every '
+        "row salted as the task salts it, every phase label re-checked on the salted sequence",
+    )
     _args.num_proc(ver, "worker processes")
     _args.quiet(ver, "no progress bar")
     ver.set_defaults(run=run)
@@ -31,7 +38,11 @@ def run(args: argparse.Namespace) -> int:
     from phasebench.verification import verify
 
     reports = verify(
-        args.paths, sample=args.sample, num_proc=args.num_proc, progress=not args.quiet
+        args.paths,
+        sample=args.sample,
+        num_proc=args.num_proc,
+        progress=not args.quiet,
+        salted=args.prefix_cache == "salted",
     )
     for report in reports:
         print("\n".join(report.lines()))

@@ -20,7 +20,14 @@ from phasebench.leaderboard.staged import check_prefix, doc_limit, replay
 from phasebench.lmeval.compat import DEFAULT_MAX_GEN_TOKS, doc_hash, hash_string
 from phasebench.lmeval.data import relabel
 from phasebench.rows import config_length
-from phasebench.samples import SERVED_KEY, served_label, served_state, served_verified_share
+from phasebench.samples import (
+    SERVED_KEY,
+    WARM_KEY,
+    is_warm,
+    served_label,
+    served_state,
+    served_verified_share,
+)
 from phasebench.tokenizer_behaviour import provenance_difference
 
 METRIC_TOLERANCE = 1e-9
@@ -250,16 +257,28 @@ def check_task(
             ) from None
         offset = context.derive_offset(expected.values())
         seen: set[str] = set()
+        # a "prefix_cache": "repeat" run logs every prompt twice: its cold read (scored like any
+        # sample) and its warm read, checked against the same row and kept beside the cold one
+        warm: dict[str, float] = {}
+        cold_at: dict[str, int] = {}
         for i in indices:
             row = expected.get(docs[i]["id"])
             if row is None:
                 raise Refused(
                     "hash", path, f"sample {i + 1}: {ascii(docs[i]['id'])} is not in the split"
                 )
-            if docs[i]["id"] in seen:
+            read = docs[i].get("read")
+            if read not in (None, "cold", "warm"):
+                raise Refused("hash", path, f"sample {i + 1}: doc.read is {ascii(read)[:40]}")
+            if docs[i]["id"] in (warm if is_warm(docs[i]) else seen):
                 raise Refused("count", path, f"sample {i + 1}: {docs[i]['id']} appears twice")
+            logged_as = row if read is None else {**row, "read": read}
+            metrics, full = context.check_sample(i + 1, records[i], docs[i], logged_as, offset)
+            if is_warm(docs[i]):
+                warm[docs[i]["id"]] = float(metrics[WARM_KEY])
+                continue
             seen.add(docs[i]["id"])
-            metrics, full = context.check_sample(i + 1, records[i], docs[i], row, offset)
+            cold_at[docs[i]["id"]] = len(rows_out)
             scored.append(metrics)
             rows_out.append(
                 {
@@ -277,6 +296,14 @@ def check_task(
                 }
             )
             base_ids.append(int(row["base_id"]))
+        if warm:
+            if set(warm) != seen:
+                raise Refused(
+                    "count", path, f"{task} length {length}: {len(warm)} warm reads of "
+                    f"{len(seen)} prompts; a repeat run reads every prompt twice"
+                )  # fmt: skip
+            for name, at in cold_at.items():
+                rows_out[at][WARM_KEY] = warm[name]
         if limit is not None and seen != set(expected):
             bases = check_prefix(task, length, path, spec, expected, seen, limit)
             staged = replay(task, length, path, rows_out, base_ids, bases, spec)
@@ -470,7 +497,7 @@ class _TaskContext:
             metrics = _recompute_sample_metrics(full, rec)
         except (ValueError, TypeError, KeyError, IndexError) as exc:
             raise Refused("metric", path, f"sample {number}: responses unusable ({exc})") from None
-        for name in ("acc", "margin"):
+        for name in ("acc", "margin", WARM_KEY):
             if name not in metrics:
                 continue
             logged, value = rec.get(name), metrics[name]
@@ -511,7 +538,7 @@ def _check_aggregates(
             continue
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise Refused("metric", path, f"{task}: {key} is not a number ({value!r})")
-        if metric in ("acc", "margin"):
+        if metric in ("acc", "margin", WARM_KEY) and metric in frame:
             expected = float(frame[metric].mean())
         elif metric == SERVED_KEY:
             expected = served_verified_share([s[metric] for s in scored if metric in s])

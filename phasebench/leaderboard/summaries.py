@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from phasebench import metrics
-from phasebench.samples import ScoredRecord
+from phasebench.samples import WARM_KEY, ScoredRecord
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -34,7 +34,23 @@ def board_summary(frame: pd.DataFrame) -> dict[str, Any]:
                             seed=metrics.SEED)  # fmt: skip
     if "margin_sweeps" in out:
         out["margin_sweeps"]["phase_lock_stride"] = metrics.LOCK_STRIDE
+    if WARM_KEY in frame and frame[WARM_KEY].notna().any():
+        out["prefix_cache"] = _warm_vs_cold(frame, records)
     return out
+
+
+def _warm_vs_cold(frame: pd.DataFrame, records: list[ScoredRecord]) -> dict[str, Any]:
+    """A repeat run's warm reads against its cold ones (:func:`phasebench.stats.paired_agreement`,
+    the comparison ``phasebench report`` prints)."""
+    from phasebench.stats import ReadPair, paired_agreement
+
+    pairs = [
+        ReadPair(r.phase, r.length_phase, r.acc, float(w))
+        for r, w in zip(records, frame[WARM_KEY], strict=True)
+        if w == w and w is not None
+    ]
+    found = paired_agreement(pairs, records[0].modulus)
+    return {"arm": "repeat", "first": "cold", "second": "warm", **found}
 
 
 def board_summaries(samples: pd.DataFrame) -> dict[str, Any]:

@@ -118,6 +118,46 @@ def _length_phases(value: Any) -> str | None:
     raise SpecError(f"'length_phases' must be true, false or \"crossed\" (got {value!r})")
 
 
+#: The arms of the prefix-cache axis (``"prefix_cache"`` in ``--metadata``; docs/serving.md).
+PREFIX_CACHE_ARMS = ("repeat", "salted")
+#: The two reads of one prompt in a ``repeat`` run, in the order they are sent (a doc's ``read``).
+READS = ("cold", "warm")
+
+
+def prefix_cache_arm(kwargs: Mapping[str, Any]) -> str | None:
+    """``"prefix_cache"`` in ``--metadata``: ``"repeat"``, ``"salted"`` or absent (None).
+
+    ``repeat`` needs one request at a time: with ``num_concurrent`` above 1 lm-eval sends the
+    two reads of a prompt at once, and neither is the warm one (refused here, where the model
+    arguments are merged in; ``phasebench eval`` also refuses a ``--batch_size`` above 1)."""
+    value = kwargs.get("prefix_cache")
+    if value in (None, "", False, "false", "off"):
+        return None
+    if value not in PREFIX_CACHE_ARMS:
+        raise SpecError(
+            f"'prefix_cache' must be one of {', '.join(map(repr, PREFIX_CACHE_ARMS))} "
+            f"(got {value!r})"
+        )
+    concurrent = str(kwargs.get("num_concurrent") or "1")
+    if value == "repeat" and (not concurrent.isdigit() or int(concurrent) > 1):
+        raise SpecError(
+            f'"prefix_cache": "repeat" sends each prompt twice in a row, one request at a time; '
+            f"num_concurrent={concurrent} would send both reads at once: drop num_concurrent"
+        )
+    return str(value)
+
+
+def repeated(rows: Sequence[Mapping[str, Any]]) -> list[dict]:
+    """Every row twice, a ``cold`` read then a ``warm`` one, adjacent. lm-eval's request order
+    keeps them adjacent and in this order: its Collator sorts stably, and the two reads are equal
+    in every key it sorts and groups by (the prompt's length and text, the generation
+    arguments; :func:`phasebench.prefill.send_order` models the sort), so the warm read is sent
+    right after the cold one, its prefix the most recent the cache has seen.
+    ``tests/test_prefix_cache.py`` reads that order off a server fed by lm-eval's own API
+    backend."""
+    return [{**row, "read": read} for row in rows for read in READS]
+
+
 def split_specs(family: str, kwargs: Mapping[str, Any]) -> list[SplitSpec]:
     """The specs a task run asks for: one per length in ``max_seq_lengths``."""
     declared = get_family(family)  # an unknown name is refused, the known ones listed
@@ -257,6 +297,8 @@ class LoadedSplit:
     manifests: tuple[dict, ...]
     rows: list[dict]
     anchor_offset: int
+    #: The prefix-cache arm (:data:`PREFIX_CACHE_ARMS`), None for neither.
+    prefix_cache: str | None = None
 
 
 def resolve_split(family: str, **kwargs: Any) -> LoadedSplit:
@@ -276,6 +318,11 @@ def resolve_split(family: str, **kwargs: Any) -> LoadedSplit:
         per_config = [rows for _, rows in cached]
     manifests = tuple(read_manifest(f) for f in folders)
     rows = [row for config_rows in per_config for row in config_rows]
+    arm = prefix_cache_arm(kwargs)
+    if arm == "salted":  # before a chat template is measured: the salt opens the user's text
+        from phasebench.salting import salt_row
+
+        rows = [salt_row(row, tok) for row in rows]
     offset = 0
     if truthy(kwargs.get("apply_chat_template")):
         system = kwargs.get("system_instruction")
@@ -288,7 +335,9 @@ def resolve_split(family: str, **kwargs: Any) -> LoadedSplit:
             )
         offset, extra = shifts.pop()
         rows = [relabel(row, offset, extra) for row in rows]
-    return LoadedSplit(tuple(folders), manifests, rows, offset)
+    if arm == "repeat":
+        rows = repeated(rows)
+    return LoadedSplit(tuple(folders), manifests, rows, offset, arm)
 
 
 def provenance(split: LoadedSplit) -> list[dict]:
@@ -304,6 +353,7 @@ def provenance(split: LoadedSplit) -> list[dict]:
             "tokenizer_behaviour": m["tokenizer"].get("behaviour"),
             "spec": m["spec"],
             "anchor_offset": split.anchor_offset,
+            "prefix_cache": split.prefix_cache,
         }
         for m in split.manifests
     ]

@@ -238,6 +238,20 @@ def _check_metadata(families: Sequence[str], kwargs: Mapping[str, Any]) -> None:
                 check(spec)
 
 
+def _check_one_request_at_a_time(ns: Any, kwargs: Mapping[str, Any]) -> None:
+    """``"prefix_cache": "repeat"`` with a ``--batch_size`` above 1 is refused: lm-eval would
+    put a prompt's cold and warm reads into one batch (one request), read side by side rather
+    than one from the other's cache (``num_concurrent`` is refused by the tasks themselves)."""
+    from phasebench.lmeval.data import prefix_cache_arm
+
+    size = str(getattr(ns, "batch_size", 1) or 1)
+    if prefix_cache_arm(kwargs) == "repeat" and size != "1":
+        raise SpecError(
+            f'"prefix_cache": "repeat" sends each prompt twice in a row, one request at a time; '
+            f"--batch_size {size} would put both reads into one batch: use --batch_size 1"
+        )
+
+
 def prepare(ns: Any, on_event: Callable[[str], None] | None = None) -> None:
     """Build (or find) every phasebench split of the run and apply the truncation guard.
 
@@ -261,6 +275,7 @@ def prepare(ns: Any, on_event: Callable[[str], None] | None = None) -> None:
             metadata["system_instruction"] = ns.system_instruction
         ns.metadata = metadata  # the tasks relabel phases for the templated sequence
     _check_metadata(families, model_args | metadata)  # before the tokenizer or model loads
+    _check_one_request_at_a_time(ns, model_args | metadata)
     backend = getattr(ns, "model", None)
     check_stop_sequences(families, ns.gen_kwargs, backend)
     max_length = model_max_length(model_args, backend)

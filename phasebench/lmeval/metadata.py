@@ -62,6 +62,10 @@ def knobs() -> tuple[Knob, ...]:
              "every length phase (docs/serving.md)"),
         Knob("phases", "all", 'kv, niah: a subset of residues mod P, a list or "0:128:16,125:128" '
              "(long periods; docs/serving.md)"),
+        Knob("prefix_cache", "off", '"repeat": every prompt sent twice in a row, a cold read '
+             'then a warm one (one request at a time); "salted": every prompt opens with a salt of '
+             "its own, a multiple of P tokens, so no prompt can be read from a prefix cache "
+             "(docs/serving.md)"),
         Knob("dataset_path", "none", "a pre-built split: a folder from `phasebench generate` or "
              "`phasebench publish`, or a Hub dataset id"),
     )  # fmt: skip

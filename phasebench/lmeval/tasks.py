@@ -41,7 +41,9 @@ from phasebench.families import get_family, task_name
 from phasebench.rows import config_length
 from phasebench.samples import (
     SERVED_KEY,
+    WARM_KEY,
     ScoredRecord,
+    is_warm,
     scored_record,
     served_label,
     served_state,
@@ -198,6 +200,10 @@ def process_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str,
     ``choices``; ``margin`` is log p(right) minus log p(best distractor), ``acc`` is
     ``margin > 0``.
 
+    The warm read of a ``"prefix_cache": "repeat"`` run (the doc's ``read`` is ``warm``)
+    scores under :data:`~phasebench.samples.WARM_KEY` alone: every phase statistic stays the
+    cold reads', and ``phasebench report`` pairs the two reads of each prompt.
+
     Where the response carries the server's prompt token count
     (:class:`phasebench.lmeval.witness.ServedText`), ``served_verified`` logs ``[label, count]``;
     a sample whose count disagrees with its label keeps only that: its phases were computed
@@ -211,6 +217,8 @@ def process_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str,
         acc = float(margin > 0)
     else:
         acc = float(answer_matches(str(results[0]), str(doc["answer"])))
+    if is_warm(doc):  # the second read of a repeat run: compared with the cold one, apart
+        return {WARM_KEY: acc}
     out: dict[str, Any] = {}
     if results and hasattr(results[0], "prompt_tokens"):  # through a witnessed API backend
         count = results[0].prompt_tokens
@@ -232,6 +240,10 @@ def process_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str,
 
 
 # -- aggregation ---------------------------------------------------------------------------------
+
+
+def _mean(items: Sequence[float]) -> float:
+    return sum(items) / len(items) if items else float("nan")
 
 
 def _summary_metrics(summary: Mapping[str, Any]) -> dict[str, float]:
@@ -297,6 +309,10 @@ class _PhaseTaskBase:
             axes = "both" if str(metadata.get("length_phases")) == "crossed" else "length"
         self._phasebench_keys = {*_sample_metrics(), SERVED_KEY}
         compat.add_phase_metric(self, SERVED_KEY, served_verified_share, True)
+        if "read" in docs.column_names:
+            # a repeat run: the warm reads' accuracy, beside the cold reads' acc
+            compat.add_phase_metric(self, WARM_KEY, _mean, True)
+            self._phasebench_keys.add(WARM_KEY)
         for key in metric_keys(family, modulus, lengths, metrics, axes):
             name = parse_metric_key(key)[0]
             aggregation = functools.partial(aggregate, name=name)

@@ -24,6 +24,8 @@ One module per job: :mod:`~phasebench.stats.intervals` (Wilson, t, the paired bo
 (folds, spectrum, period and the periods the data are consistent with, phase-lock rate),
 :mod:`~phasebench.stats.compare` (two runs of one split: the difference in gap and worst phase,
 paired), :mod:`~phasebench.stats.power` (base items needed),
+:mod:`~phasebench.stats.cache` (two reads of the same prompts, warm against cold or salted
+against plain: agreement and the exact McNemar test),
 :mod:`~phasebench.stats.summary` (every statistic of one phase matrix: :func:`summarize`) and
 :mod:`~phasebench.stats.paired` (every number of a set of scored samples:
 :func:`summarize_samples`, the one entry point the lm-eval aggregates, ``phasebench report`` and
@@ -40,6 +42,7 @@ from typing import Any
 #: lm-eval task hooks do at start-up) does not import scipy; only a computation does.
 _LAZY = {
     "PhaseSummary": "phasebench.stats.summary",
+    "ReadPair": "phasebench.stats.cache",
     "cochran_q": "phasebench.stats.permutation",
     "compare_runs": "phasebench.stats.compare",
     "consistent_periods": "phasebench.stats.periods",
@@ -49,6 +52,7 @@ _LAZY = {
     "fold": "phasebench.stats.periods",
     "period_spectrum": "phasebench.stats.periods",
     "phase_lock_rate": "phasebench.stats.periods",
+    "paired_agreement": "phasebench.stats.cache",
     "phase_matrix": "phasebench.stats.summary",
     "power_curve": "phasebench.stats.power",
     "power_n_base": "phasebench.stats.power",

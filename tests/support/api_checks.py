@@ -260,3 +260,35 @@ def _template(tok: PhaseTokenizer, content: str) -> str:
     return tok.hf.apply_chat_template(
         [{"role": "user", "content": content}], tokenize=False, add_generation_prompt=True
     )
+
+
+def check_repeat(served: Served, work: Path) -> list[str]:
+    """kv with ``"prefix_cache": "repeat"`` through ``local-completions``: every prompt sent
+    twice in a row (the second read right after the first, as the proxy recorded them), and
+    ``phasebench report --json`` pairs the two reads; on a server whose cache (if any) never
+    changes an answer the warm-vs-cold test is not significant."""
+    import json
+
+    from support.lmeval import phasebench
+
+    task = "phasebench_kv"
+    metadata = {**METADATA, "prefix_cache": "repeat"}
+    n = N_BASE * MODULUS
+    run = run_eval(served, work, "local-completions", task, metadata=metadata, n=2 * n)
+    prompts = [e.request["prompt"] for e in run.sent]
+    prompts = [p[0] if isinstance(p, list) else p for p in prompts]
+    require(prompts[0::2] == prompts[1::2], "a warm read did not follow its cold read")
+    reads = [s["doc"]["read"] for s in run.samples]
+    require(sorted(reads) == ["cold"] * n + ["warm"] * n, f"reads logged: {reads}")
+    proc = phasebench(work, "report", "out", "--json", "report.json")
+    require(proc.returncode == 0, f"phasebench report failed: {proc.stderr[-2000:]}")
+    report = json.loads((work / "report.json").read_text())
+    (entry,) = [e for b in report["runs"].values() for e in b["tasks"][task].values()]
+    cache = entry["prefix_cache"]
+    require(cache["n"] == n, f"{cache['n']} prompts paired, not {n}")
+    require(cache["p"] >= 0.05, f"warm vs cold significant on a correct server: {cache}")
+    return [
+        f"{task} local-completions, prefix_cache repeat: {n} prompts, each read twice in a row",
+        f"  warm vs cold: {cache['agree']}/{n} agree, right only cold {cache['first_only']}, "
+        f"only warm {cache['second_only']}, McNemar p {cache['p']:.3g}",
+    ]
