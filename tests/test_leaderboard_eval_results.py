@@ -58,7 +58,7 @@ def test_every_accepted_entry_gets_its_eval_results_file(tmp_path, submission_ro
     split_rows(tmp_path / "generated")
     assert main(["publish", str(tmp_path / "generated"), "--out", str(repo)]) == 0
     tasks = {t["id"] for t in eval_tasks(json.loads((repo / "phasebench.json").read_text()))}
-    assert tasks == {"kv_128"}
+    assert tasks == {"kv_128_m8"}
 
     out = tmp_path / "eval-results"
     argv = ["leaderboard", "export-eval-results", str(site), "--dataset", "acme/phasebench",

@@ -22,9 +22,9 @@ ROOT = Path(__file__).resolve().parent.parent
 CONTRACT_KEYS = {
     "acc",
     "acc_ci",
-    "worst_phase",
-    "worst_phase_ci",
-    "worst_phase_index",
+    "lowest_phase",
+    "lowest_phase_ci",
+    "lowest_phase_index",
     "worst_phase_crossfit",
     "worst_phase_crossfit_ci",
     "best_phase",
@@ -34,7 +34,7 @@ CONTRACT_KEYS = {
     "dominant_period",
     "per_phase",
 }
-CODE_KEYS = {"margin", "per_phase_margin", "margin_worst_phase", "margin_sweeps"}
+CODE_KEYS = {"margin", "per_phase_margin", "margin_lowest_phase", "margin_sweeps"}
 
 
 def _env() -> dict[str, str]:
@@ -106,7 +106,7 @@ def test_simulated_ground_truth_is_recovered(simulated_report):
     kv = sens["phasebench_kv"]["4096"]
     # True profile: 90% except 55% at phases 3 and 7 (true gap 35 points, period 4).
     assert kv["p_value"] < 0.01 and kv["dominant_period"] == 4
-    assert kv["worst_phase_index"] in (3, 7)
+    assert kv["lowest_phase_index"] in (3, 7)
     assert kv["gap_ci"][0] <= 0.35 <= kv["gap_ci"][1]
     assert flat["phasebench_kv"]["4096"]["dominant_period"] is None
     assert flat["phasebench_kv"]["4096"]["p_value"] > 0.05
