@@ -44,6 +44,7 @@ from typing import Any
 from phasebench import metrics
 from phasebench.atomic import atomic_write_text, staged_folder
 from phasebench.errors import HubError, OutputError, SubmissionsError
+from phasebench.families import get_family
 from phasebench.families import names as family_names
 from phasebench.hub.benchmark import task_id
 from phasebench.leaderboard.score import CLAIMED_NOT_WITNESSED
@@ -119,17 +120,19 @@ def _entry(board: Mapping[str, Any], row: Mapping[str, Any], dataset_id: str, si
     if not isinstance(detail, Mapping):
         raise ValueError(f"its page {ascii(row.get('page'))[:80]} is not among the board's models")
     meta = detail.get("meta") or {}
-    length, modulus, phases = (row.get(k) for k in ("length", "modulus", "n_phases"))
-    for name, value, least in (("length", length, 0), ("modulus", modulus, 2),
-                               ("n_phases", phases, 1)):  # fmt: skip
-        if isinstance(value, bool) or not isinstance(value, int) or value < least:
-            raise ValueError(f"{name} is not a count ({ascii(value)[:40]})")
-    axis = row.get("axis", "needle")
-    if axis not in metrics.AXES:
-        raise ValueError(f"axis {ascii(axis)[:40]} is not one of {', '.join(metrics.AXES)}")
     task = row.get("task")
     if not isinstance(task, str) or not isinstance(row.get("board"), str):
         raise ValueError("task or board is not a name")
+    family = _family(task)
+    length, modulus, phases = (row.get(k) for k in ("length", "modulus", "n_phases"))
+    # a length as the family counts it (code's 0: no unrelated context before the item)
+    for name, value, least in (("length", length, get_family(family).min_length),
+                               ("modulus", modulus, 2), ("n_phases", phases, 1)):  # fmt: skip
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise ValueError(f"{name} is not a count of at least {least} ({ascii(value)[:40]})")
+    axis = row.get("axis", "needle")
+    if axis not in metrics.AXES:
+        raise ValueError(f"axis {ascii(axis)[:40]} is not one of {', '.join(metrics.AXES)}")
     worst = _number(row, "worst_phase_crossfit")
     if worst is None:
         raise ValueError("it has no cross-fitted worst phase")
@@ -138,7 +141,7 @@ def _entry(board: Mapping[str, Any], row: Mapping[str, Any], dataset_id: str, si
     date = row.get("date")
     return EvalResultEntry(
         dataset_id=dataset_id,
-        task_id=task_id(_family(task), length, modulus, axis, phases),
+        task_id=task_id(family, length, modulus, axis, phases),
         value=round(100 * worst, 2),
         date=date if isinstance(date, str) and _DATE.match(date) else None,
         source_url=_board_link(site_url, row["board"]),
