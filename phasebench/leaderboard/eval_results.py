@@ -19,7 +19,7 @@ Test fixtures (``fixture: true`` in ``submission.yaml``: a random or toy model t
 pipeline) are never exported; they are named in ``skipped``. A row that cannot become a result
 (no cross-fitted worst phase, a length that is not a count, a value that is not a number) is
 skipped with its reason and the entry's other rows are still written: one bad row never takes
-the entry's other boards with it.
+the entry's other boards with it; an entry none of whose rows can be exported is refused.
 
 Files are named after the entry: ``<org>__<model>/.eval_results/phasebench.yaml``, or
 ``phasebench_<variant>.yaml`` for a variant (one file per configuration of the same weights, so
@@ -262,15 +262,22 @@ def export_eval_results(
     """Write every accepted entry's ``.eval_results`` file under ``out`` (built beside it and
     swapped in; an existing ``out`` is replaced only if this function made it or it is empty).
     Returns the files written. An entry that cannot be written inside ``out`` (a name that is
-    not a plain Hub id or variant) is left out and named in ``refused`` (its page: why); the
-    others are written. A row left out of its entry's file (a test fixture's, or one that
-    cannot become a result) is named in ``skipped`` (page: {board: why}). Two revisions of one
-    model (and variant) each get a file, named with the revision."""
+    not a plain Hub id or variant, or no row that can become a result) is left out and named in
+    ``refused`` (its page: why); the others are written. A row left out of a written entry's
+    file (one that cannot become a result) or of a test fixture is named in ``skipped`` (page:
+    {board: why}). Two revisions of one model (and variant) each get a file, named with the
+    revision."""
     import yaml
     from huggingface_hub import parse_eval_result_entries
 
     refused = {} if refused is None else refused
+    skipped = {} if skipped is None else skipped
     results = entry_results(board, dataset_id, site_url, skipped)
+    for page, boards in list(skipped.items()):
+        if page not in results and set(boards.values()) != {FIXTURE}:
+            # an entry none of whose rows can be exported is refused, in one line
+            refused[page] = "; ".join(f"{name}: {why}" for name, why in sorted(boards.items()))
+            del skipped[page]
     planned: dict[str, tuple[Mapping[str, Any], list[dict[str, Any]]]] = {}
     for page, entries in sorted(results.items()):
         try:
