@@ -158,6 +158,29 @@ def test_a_format_1_report_still_renders(simulated_report, tmp_path, capsys):
     assert "phase-lock" in render_tables(report)
 
 
+def test_a_format_2_report_reads_with_todays_names(simulated_report, tmp_path, capsys):
+    """Format 2 filed the lowest phase (the plain minimum) as ``worst_phase``; read back, such a
+    file renders as the current one does, the plain minimum under its name of today."""
+    from phasebench import metrics
+
+    _, report = simulated_report
+    old = json.loads(json.dumps(report))
+    old["format"] = "phasebench-report/2"
+    for body in old["runs"].values():
+        for by_length in body["tasks"].values():
+            for entry in by_length.values():
+                for new_key, old_key in [(n, o) for o, n in metrics.RENAMED_SINCE_FORMAT_2.items()]:
+                    if new_key in entry:
+                        entry[old_key] = entry.pop(new_key)
+    assert "worst_phase" in json.dumps(old) and '"lowest_phase"' not in json.dumps(old)
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    assert main(["report", str(tmp_path / "old.json")]) == 0
+    from phasebench.report import render_tables
+
+    assert capsys.readouterr().out == render_tables(report)
+    assert "lowest phase" in render_tables(report)
+
+
 def test_plots_are_png_and_svg_and_byte_identical(simulated, simulated_report, tmp_path):
     out, _ = simulated_report
     first = sorted(p.name for p in (out / "p").iterdir())
