@@ -329,7 +329,7 @@ def eval_threads() -> int:
 
 
 def results_table(report: dict[str, Any], variants: tuple[str, ...] = DEMO_VARIANTS):
-    """One row per model: average, worst phase (plain and cross-fitted), gap with its
+    """One row per model: average, lowest phase, worst phase (cross-fitted), gap with its
     interval, p-value and dominant period, in points (a pandas DataFrame); ``phase effect``
     marks the rows whose gap is significant (p below :data:`~phasebench.metrics.ALPHA`), the
     finding with the largest such gap as ``finding``. :func:`results_legend` says what each
@@ -352,7 +352,7 @@ def results_table(report: dict[str, Any], variants: tuple[str, ...] = DEMO_VARIA
                 {
                     "model": variant,
                     "average": round(100 * entry["acc"], 1),
-                    "worst": round(100 * entry["worst_phase"], 1),
+                    "lowest": round(100 * entry["lowest_phase"], 1),
                     "worst x-fit": round(100 * entry["worst_phase_crossfit"], 1),
                     "gap": round(100 * entry["gap"], 1),
                     "gap 95% CI": f"[{100 * lo:.1f}, {100 * hi:.1f}]",
@@ -405,10 +405,10 @@ def results_legend(variants: tuple[str, ...] = DEMO_VARIANTS) -> str:
             )
     columns = [
         "average: accuracy over all prompts (phase-balanced)",
-        "worst: the lowest phase's accuracy",
+        "lowest: the lowest phase's accuracy (the plain minimum, biased low)",
         "worst x-fit: the worst phase chosen on half the base items and measured on the other "
         "half (unbiased; what the leaderboard ranks by)",
-        "gap: best minus worst phase, with its 95% bootstrap interval",
+        "gap: best minus lowest phase, with its 95% bootstrap interval",
         "p: permutation test of the phase labels (p < 0.001: no shuffle of 1,000 reached the gap)",
         "period: the dominant period of the phase profile (- none; 4 or 2: the data are "
         "consistent with both, the first is the one named)",

@@ -39,6 +39,7 @@ __all__ = [
     "N_PERM",
     "SEED",
     "RENAMED_SINCE_FORMAT_1",
+    "RENAMED_SINCE_FORMAT_2",
     "FLAT",
     "POWER",
     "PRELIMINARY_GAP",
@@ -46,6 +47,7 @@ __all__ = [
     "detectable_gap",
     "format_interval",
     "format_value",
+    "current_metric",
     "get",
     "PhaseData",
     "Statistic",
@@ -76,6 +78,14 @@ FLAT = "none (flat)"
 #: Summary keys renamed since report format 1 (old -> new): a margin family's sweeps and
 #: phase-lock rates were filed under the code family's name.
 RENAMED_SINCE_FORMAT_1 = {"code": "margin_sweeps"}
+#: Summary keys renamed since report format 2 (old -> new): the plain minimum was filed as
+#: "worst phase", the name of the cross-fitted value.
+RENAMED_SINCE_FORMAT_2 = {
+    "worst_phase": "lowest_phase",
+    "worst_phase_ci": "lowest_phase_ci",
+    "worst_phase_index": "lowest_phase_index",
+    "margin_worst_phase": "margin_lowest_phase",
+}
 
 MetricSet = Literal["compact", "full"]
 METRIC_SETS: tuple[MetricSet, ...] = ("compact", "full")
@@ -152,22 +162,20 @@ class Statistic:
     #: What tells this statistic from a neighbour of a similar name, under its label in a
     #: column heading ("cross-fitted", "best − lowest phase").
     qualifier: str = ""
-    #: Its name in a leaderboard row and the exports where that differs from ``key`` (the
-    #: plain minimum is the summary's ``worst_phase`` and the exports' ``lowest_phase``, so
-    #: that no export calls "worst phase" a number the site calls "lowest phase").
-    export: str | None = None
+    #: lm-eval metric names it had in earlier versions (``acc_worst_phase`` for the lowest
+    #: phase): results files that carry them are still read (:func:`current_metric`), and no
+    #: other statistic may take them.
+    formerly: tuple[str, ...] = ()
 
     @property
     def column(self) -> str:
-        """Its name in a leaderboard row and the exports."""
-        return self.export or self.key
+        """Its name in a leaderboard row and the exports: its key, as everywhere."""
+        return self.key
 
     @property
     def column_interval(self) -> str | None:
         """The name of its interval in a leaderboard row (``None`` without an interval)."""
-        if self.interval is None:
-            return None
-        return self.interval if self.export is None else f"{self.export}_ci"
+        return self.interval
 
     def value(self, summary: Mapping[str, Any]) -> Any:
         """This statistic's value in ``summary`` (None where the summary lacks it)."""
@@ -187,10 +195,10 @@ class Statistic:
 
 def _weak_phase(summary: Mapping[str, Any]) -> Any:
     """The weak phase's index, or None for a flat profile (no phase is weaker: :data:`FLAT`)."""
-    best, worst = summary.get("best_phase"), summary.get("worst_phase")
-    if best is not None and worst is not None and best == worst:
+    best, lowest = summary.get("best_phase"), summary.get("lowest_phase")
+    if best is not None and lowest is not None and best == lowest:
         return None
-    return summary.get("worst_phase_index")
+    return summary.get("lowest_phase_index")
 
 
 @functools.lru_cache(maxsize=256)
@@ -296,17 +304,18 @@ BUILTIN: tuple[Statistic, ...] = (
         symbol="95% of null gaps below", help="the 95% quantile of those shuffled gaps",
     ),
     Statistic(
-        "worst_phase", "lowest phase", "%", metric="acc_worst_phase", metric_set="compact",
-        interval="worst_phase_ci", qualifier="plain minimum", export="lowest_phase",
+        "lowest_phase", "lowest phase", "%", metric="acc_lowest_phase", metric_set="compact",
+        interval="lowest_phase_ci", qualifier="plain minimum", formerly=("acc_worst_phase",),
         help="the lowest of the per-phase accuracies as measured; the minimum of noisy "
-        "estimates, so biased low, the more so the fewer the items",
+        "estimates, so biased low, the more so the fewer the items (the worst phase is its "
+        "cross-fitted counterpart)",
     ),
     Statistic(
-        "worst_phase_index", "weak phase", "phase", shown_with="worst_phase", symbol="weak",
+        "lowest_phase_index", "weak phase", "phase", shown_with="lowest_phase", symbol="weak",
         read=_weak_phase,
         help=f"which phase (0 to P-1) has the lowest accuracy; {FLAT} when every phase scored "
         "the same (the exports leave it empty); a constant prefix (BOS, chat template) renames "
-        "phases cyclically, so this can move between setups while the worst phase and the gap "
+        "phases cyclically, so this can move between setups while the lowest phase and the gap "
         "do not",
     ),
     Statistic(
@@ -362,8 +371,9 @@ BUILTIN: tuple[Statistic, ...] = (
         help="code: log p(right) minus log p(best distractor), phase-balanced mean",
     ),
     Statistic(
-        "margin_worst_phase", "margin, lowest phase", "nats", metric="margin_worst_phase",
+        "margin_lowest_phase", "margin, lowest phase", "nats", metric="margin_lowest_phase",
         metric_set="compact", needs_margin=True, exported=False, site=False,
+        formerly=("margin_worst_phase",),
         help="code: the lowest per-phase mean margin",
     ),
     Statistic(
@@ -377,11 +387,20 @@ BUILTIN: tuple[Statistic, ...] = (
         site=False, help="accuracy at each phase",
     ),
     Statistic(
-        "length_worst_phase", "worst length phase", "%", metric="acc_worst_length_phase",
+        "length_worst_phase_crossfit", "worst length phase", "%",
+        metric="acc_worst_length_phase_crossfit", metric_set="compact", axis="length",
+        site=False, terminal=False, qualifier="cross-fitted",
+        read=_on_length_axis("worst_phase_crossfit"),
+        help="the length-phase axis (total prompt length mod P, the needle fixed): the worst "
+        "length phase, cross-fitted as the worst phase is, each needle phase paired",
+    ),
+    Statistic(
+        "length_lowest_phase", "lowest length phase", "%", metric="acc_lowest_length_phase",
         metric_set="compact", axis="length", site=False, terminal=False,
-        read=_on_length_axis("worst_phase"),
-        help="the length-phase axis (total prompt length mod P, the needle fixed): the lowest "
-        "per-length-phase accuracy, each needle phase paired",
+        qualifier="plain minimum", read=_on_length_axis("lowest_phase"),
+        formerly=("acc_worst_length_phase",),
+        help="the length-phase axis: the lowest per-length-phase accuracy as measured (biased "
+        "low, as the lowest phase is), each needle phase paired",
     ),
     Statistic(
         "length_gap", "length gap", "pp", metric="length_phase_gap", metric_set="compact",
@@ -407,8 +426,9 @@ BUILTIN: tuple[Statistic, ...] = (
 
 
 def _names(statistic: Statistic) -> tuple[str, ...]:
-    """What a statistic is called: its summary key and its lm-eval metric name."""
-    return (statistic.key, statistic.metric or "")
+    """What a statistic is called: its summary key, its lm-eval metric name and the metric
+    names it had before."""
+    return (statistic.key, statistic.metric or "", *statistic.formerly)
 
 
 _REGISTRY: Registry[Statistic] = Registry("statistic", StatsError)
@@ -490,6 +510,25 @@ def format_interval(stat: Statistic, interval: Any) -> str:
     if stat.unit in ("%", "pp"):
         return f"[{100 * lo:.1f}–{100 * hi:.1f}{'%' if stat.unit == '%' else ' pp'}]"
     return f"[{lo:+.3f}, {hi:+.3f}]" if stat.unit == "nats" else f"[{lo:.3g}–{hi:.3g}]"
+
+
+#: What follows a statistic's lm-eval metric name in the name of its interval.
+_INTERVAL_SUFFIXES = ("_ci_low", "_ci_high")
+
+
+def current_metric(name: str) -> str:
+    """The current lm-eval metric name of ``name``, which may be one a statistic had before
+    (:attr:`Statistic.formerly`; ``acc_worst_phase`` is now ``acc_lowest_phase``), its
+    interval's (``..._ci_low``) included; any other name as it is. A results file written by
+    an earlier version is read through this."""
+    for stat in _REGISTRY:
+        for old in stat.formerly:
+            if name == old:
+                return stat.metric or name
+            for suffix in _INTERVAL_SUFFIXES:
+                if name == old + suffix:
+                    return f"{stat.metric}{suffix}"
+    return name
 
 
 def get(key: str) -> Statistic:

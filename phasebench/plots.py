@@ -103,15 +103,15 @@ def _profile_figure(run: str, task: str, length: str, e: dict[str, Any]):
     ax.fill_between(phase, lo, hi, color="#9ecae1", alpha=0.6, lw=0, label="95% interval")
     ax.plot(phase, acc, "o-", color="#08519c", lw=1.5, ms=4, label="accuracy")
     ax.axhline(100 * e["acc"], color="#636363", ls="--", lw=1, label="average")
-    if e["worst_phase_index"] is not None:
-        ax.plot(e["worst_phase_index"], 100 * e["worst_phase"], "v", color="#cb181d", ms=7)
+    if e["lowest_phase_index"] is not None:
+        ax.plot(e["lowest_phase_index"], 100 * e["lowest_phase"], "v", color="#cb181d", ms=7)
     ax.set_xticks(phase)
     ax.set_xlabel(f"phase (anchor position mod {modulus})")
     ax.set_ylabel("accuracy (%)")
     ax.set_ylim(0, 100)
     p = "n/a" if e["p_value"] is None else f"{e['p_value']:.3g}"
     period = e["dominant_period"] or "none"
-    worst = f"{100 * e['worst_phase']:.1f} (phase {e['worst_phase_index']})"
+    lowest = f"{100 * e['lowest_phase']:.1f} (phase {e['lowest_phase_index']})"
     ax.set_title("per-phase accuracy", fontsize=9, loc="left")
     ax.legend(fontsize=7, frameon=False, loc="lower left")
     for ax, stride in zip(axes[1:], strides, strict=True):
@@ -123,7 +123,7 @@ def _profile_figure(run: str, task: str, length: str, e: dict[str, Any]):
         ax.set_title(f"mod {stride}", fontsize=9)
         ax.set_xlabel("residue")
     fig.suptitle(
-        f"{run}  |  {task} @ {length}: average {100 * e['acc']:.1f}, worst {worst}, "
+        f"{run}  |  {task} @ {length}: average {100 * e['acc']:.1f}, lowest {lowest}, "
         f"gap {100 * e['gap']:.1f} pts (p = {p}), period {period}",
         fontsize=9,
         x=0.01,

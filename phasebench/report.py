@@ -67,10 +67,15 @@ __all__ = [
     "write_plots",
 ]
 
-REPORT_FORMAT = "phasebench-report/2"
-#: Earlier formats read back, upgraded on reading (format 1 filed a margin family's sweeps under
-#: another key: :data:`phasebench.metrics.RENAMED_SINCE_FORMAT_1`).
-OLD_FORMATS = ("phasebench-report/1",)
+REPORT_FORMAT = "phasebench-report/3"
+#: Earlier formats read back, upgraded on reading, each with the summary keys renamed since
+#: (format 1 filed a margin family's sweeps under another key,
+#: :data:`phasebench.metrics.RENAMED_SINCE_FORMAT_1`; formats 1 and 2 filed the lowest phase as
+#: ``worst_phase``, :data:`phasebench.metrics.RENAMED_SINCE_FORMAT_2`).
+OLD_FORMATS = {
+    "phasebench-report/1": {**metrics.RENAMED_SINCE_FORMAT_1, **metrics.RENAMED_SINCE_FORMAT_2},
+    "phasebench-report/2": metrics.RENAMED_SINCE_FORMAT_2,
+}
 #: Fields a logged doc must carry to be a phasebench sample.
 DOC_FIELDS = ("phase", "base_id", "phase_modulus", "length", "family")
 
@@ -265,10 +270,11 @@ def _renders(data: dict[str, Any], path: Path) -> dict[str, Any]:
 
 
 def _upgrade(data: dict[str, Any]) -> dict[str, Any]:
-    """A report of an earlier format in the current one (format 1: the summary keys renamed
-    since, in every entry and its length axis); a current one as it is."""
+    """A report of an earlier format in the current one (the summary keys renamed since its
+    format, :data:`OLD_FORMATS`, in every entry and its length axis); a current one as it is."""
     if data.get("format") == REPORT_FORMAT:
         return data
+    renamed = OLD_FORMATS[data.get("format")]
     runs = data.get("runs")
     for body in runs.values() if isinstance(runs, dict) else ():
         tasks = body.get("tasks") if isinstance(body, dict) else None
@@ -276,7 +282,7 @@ def _upgrade(data: dict[str, Any]) -> dict[str, Any]:
             for entry in by_length.values() if isinstance(by_length, dict) else ():
                 axis = entry.get("length_axis") if isinstance(entry, dict) else None
                 for summary in (entry, axis) if isinstance(axis, dict) else (entry,):
-                    for old, new in metrics.RENAMED_SINCE_FORMAT_1.items():
+                    for old, new in renamed.items():
                         if isinstance(summary, dict) and old in summary:
                             summary[new] = summary.pop(old)
     return {**data, "format": REPORT_FORMAT}

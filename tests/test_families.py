@@ -348,4 +348,4 @@ def test_a_fourth_family_runs_as_an_lm_eval_task_reports_and_reaches_the_leaderb
                  "--site-url", "https://example.org/board",
                  "--out", str(tmp_path / "eval")]) == 0  # fmt: skip
     (written,) = (tmp_path / "eval").glob("*/.eval_results/*.yaml")
-    assert f"task_id: {NAME}_128" in written.read_text()
+    assert f"task_id: {NAME}_128_m4" in written.read_text()  # one Hub task per board

@@ -310,7 +310,7 @@ def test_no_eval_yaml_while_the_hub_refuses_its_framework(repo, tmp_path):
 
 def test_eval_yaml_names_a_loadable_task_per_family_and_length(repo, tmp_path, monkeypatch):
     """``eval.yaml`` (what makes the repository a Hub benchmark, once the Hub accepts
-    lm-evaluation-harness) has the documented keys, one task per family x length, and every
+    lm-evaluation-harness) has the documented keys, one task per board design, and every
     task's config and split load with ``datasets``."""
     import datasets
     import yaml
@@ -329,11 +329,12 @@ def test_eval_yaml_names_a_loadable_task_per_family_and_length(repo, tmp_path, m
         "name", "description", "evaluation_framework", "tasks"
     ]  # fmt: skip
     assert data["evaluation_framework"] == "lm-evaluation-harness"
-    expected = [f"{f}_{n}" for f, lengths in FAMILY_LENGTHS.items() for n in lengths]
+    # one task per board design: family, length and modulus (8 here), as the leaderboard's boards
+    expected = [f"{f}_{n}_m8" for f, lengths in FAMILY_LENGTHS.items() for n in lengths]
     assert sorted(t["id"] for t in data["tasks"]) == sorted(expected)
     for task in data["tasks"]:
         assert HUB_NAME.match(task["id"]) and task["split"] == "test"
-        assert task["config"] == f"{task['id']}_deepseek_v4"
+        assert task["config"] == f"{task['id'].removesuffix('_m8')}_deepseek_v4"
         ds = datasets.load_dataset(str(repo), task["config"], split=task["split"],
                                    cache_dir=str(tmp_path))  # fmt: skip
         assert set(ds["family"]) == {task["id"].split("_")[0]} and len(ds) > 0

@@ -111,24 +111,25 @@ def test_words_and_numbers_agree_in_report_site_exports_and_glossary(built):
     assert line["gap"] == pytest.approx(line["best_phase"] - line["lowest_phase"])
     assert line["worst_phase_crossfit"] == pytest.approx(chunked["worst_phase_crossfit"])
     flat_line = csv[csv["model"] == "acme/flat"].iloc[0]
-    assert pd.isna(flat_line["worst_phase_index"])  # a flat profile names no weak phase
+    assert pd.isna(flat_line["lowest_phase_index"])  # a flat profile names no weak phase
     # the site: each column headed by the statistic's label and qualifier, the same numbers
     page = (site / board_page(chunked["board"])).read_text()
     for key, label, qualifier in (("worst_phase_crossfit", "worst phase", "cross-fitted"),
-                                  ("worst_phase", "lowest phase", "plain minimum"),
+                                  ("lowest_phase", "lowest phase", "plain minimum"),
                                   ("gap", "gap", "best − lowest phase")):  # fmt: skip
         assert re.search(rf'data-key="{key}"[^>]*><button[^>]*>{label} <small>{qualifier}', page)
     cells = _cells(page, chunked["page"])
     assert f"{100 * line['worst_phase_crossfit']:.1f}%" in cells["worst_phase_crossfit"]
-    assert f"{100 * line['lowest_phase']:.1f}%" in cells["worst_phase"]
+    assert f"{100 * line['lowest_phase']:.1f}%" in cells["lowest_phase"]
     assert f"{100 * line['gap']:.1f} pp" in cells["gap"]
-    assert metrics.FLAT in _cells(page, flat["page"])["worst_phase"]
+    assert metrics.FLAT in _cells(page, flat["page"])["lowest_phase"]
     # the glossary: the same words, and what the exports call them
     index = (site / "index.html").read_text()
     gap = index[index.index('id="g-gap"') :]
     assert "best phase minus lowest phase" in gap[: gap.index("</dd>")].lower()
-    lowest = index[index.index('id="g-worst_phase"') :]
-    assert "<code>lowest_phase</code>" in lowest[: lowest.index("</dd>")]
+    lowest = index[index.index('id="g-lowest_phase"') :]
+    # one name: the glossary's entry, the row, the CSV column and the report key are lowest_phase
+    assert lowest.startswith('id="g-lowest_phase">lowest phase <small>(plain minimum)')
     assert metrics.FLAT in index
     # phasebench report on the same logs: the same labels, numbers and flat reading
     for model, row in (("acme__chunked", chunked), ("acme__flat", flat)):
@@ -140,7 +141,7 @@ def test_words_and_numbers_agree_in_report_site_exports_and_glossary(built):
         (entry,) = lengths.values()
         assert entry["gap"] == pytest.approx(row["gap"])
         assert entry["worst_phase_crossfit"] == pytest.approx(row["worst_phase_crossfit"])
-        assert entry["worst_phase"] == pytest.approx(row["lowest_phase"])
+        assert entry["lowest_phase"] == pytest.approx(row["lowest_phase"])
     from phasebench.report import build_report, load_runs, render_tables
 
     (folder,) = (subs / "acme__flat").glob("*")

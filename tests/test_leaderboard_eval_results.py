@@ -5,13 +5,15 @@ format the Hub documents, naming a task of the published benchmark dataset."""
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 import pytest
 import yaml
 
 from phasebench.cli import main
 from phasebench.hub.benchmark import eval_tasks
-from phasebench.leaderboard.render import build_site
+from phasebench.leaderboard.render import board_page, build_site
 from phasebench.leaderboard.score import score
 from phasebench.leaderboard.validate import validate_all
 from support.submissions import REVISION, TASKS, make_submission, split_rows
@@ -56,7 +58,7 @@ def test_every_accepted_entry_gets_its_eval_results_file(tmp_path, submission_ro
     split_rows(tmp_path / "generated")
     assert main(["publish", str(tmp_path / "generated"), "--out", str(repo)]) == 0
     tasks = {t["id"] for t in eval_tasks(json.loads((repo / "phasebench.json").read_text()))}
-    assert tasks == {"kv_128"}
+    assert tasks == {"kv_128_m8"}
 
     out = tmp_path / "eval-results"
     argv = ["leaderboard", "export-eval-results", str(site), "--dataset", "acme/phasebench",
@@ -88,3 +90,87 @@ def test_every_accepted_entry_gets_its_eval_results_file(tmp_path, submission_ro
     (other / "keep.txt").write_text("mine")
     assert main([*argv[:-1], str(other)]) == 2
     assert (other / "keep.txt").read_text() == "mine"
+
+
+@pytest.mark.slow
+def test_shipped_site_exports_one_task_per_board(tmp_path):
+    """``export-eval-results`` on the shipped example site: exit 0; one Hub task per board
+    (niah @ 512 at modulus 4, 8 and 12 are three tasks); every entry but the random test
+    fixture exported, the fixture named on stderr; preliminary entries say so in their notes.
+    A row that cannot be exported is skipped with its reason and its entry's other rows are
+    still written."""
+    import subprocess
+    import sys
+
+    from huggingface_hub import parse_eval_result_entries
+
+    from phasebench.leaderboard.score import load_reported
+
+    root = Path(__file__).resolve().parent.parent
+    submissions = root / "leaderboard" / "submissions"
+    outcome = validate_all(submissions, cache=tmp_path / "cache")
+    assert not outcome.refused, outcome.report_lines()
+    board = score(outcome, load_reported())
+    site = tmp_path / "site"
+    build_site(board, site)
+
+    def export(folder):
+        out = tmp_path / f"eval-results-{folder.name}"
+        argv = ["leaderboard", "export-eval-results", str(folder), "--dataset",
+                "acme/phasebench", "--site-url", SITE, "--out", str(out)]  # fmt: skip
+        done = subprocess.run([sys.executable, "-m", "phasebench", *argv], capture_output=True,
+                              text=True, env={**os.environ, "PYTHONPATH": str(root)})  # fmt: skip
+        entries = {}
+        for path in out.rglob("*.yaml"):
+            for entry in parse_eval_result_entries(yaml.safe_load(path.read_text())):
+                entries.setdefault(entry.task_id, []).append((path, entry))
+        return done, out, entries
+
+    done, out, entries = export(site)
+    assert done.returncode == 0, done.stderr
+    rows = [r for r in json.loads((site / "leaderboard.json").read_text())["rows"]
+            if not r.get("reported")]  # fmt: skip
+    exported = [r for r in rows if not r["fixture"]]
+    by_board = {}
+    for row in exported:
+        by_board.setdefault(row["board"], []).append(row)
+    # one task per board: a board's task holds exactly its rows' values, and no other board's
+    assert len(entries) == len(by_board) >= 7
+    for name, members in by_board.items():
+        url = f"{SITE}/{board_page(name)}"
+        (task,) = {tid for tid, got in entries.items() if any(e.source_url == url for _, e in got)}
+        assert sorted(e.value for _, e in entries[task]) == sorted(
+            round(100 * r["worst_phase_crossfit"], 2) for r in members
+        )
+        assert task.endswith(f"_m{members[0]['modulus']}"), task
+    niah512 = {tid for tid in entries if tid.startswith("niah_512_")}
+    assert niah512 == {"niah_512_m4", "niah_512_m8", "niah_512_m12"}
+    # every entry but the fixture has its file; the fixture is named on stderr
+    assert len(list(out.rglob("*.yaml"))) == len({r["page"] for r in exported})
+    assert {p.parts[len(out.parts)] for p in out.rglob("*.yaml")} == {
+        "HuggingFaceTB__SmolLM2-135M-Instruct"
+    }
+    assert "phasebench_kv@256/m8" in done.stderr and "test fixture" in done.stderr
+    # preliminary entries are marked, the others are not
+    notes = {(e.source_url, e.value): e.notes for got in entries.values() for _, e in got}
+    for row in exported:
+        key = (f"{SITE}/{board_page(row['board'])}", round(100 * row["worst_phase_crossfit"], 2))
+        assert notes[key].startswith("preliminary") == bool(row["preliminary"]), notes[key]
+    assert any(r["preliminary"] for r in exported)
+
+    # one row that cannot be exported: skipped with its reason, its entry's other rows written
+    data = json.loads((site / "leaderboard.json").read_text())
+    base = [r for r in data["rows"] if not r.get("reported") and r["variant"] is None
+            and not r["fixture"]]  # fmt: skip
+    assert {r["task"] for r in base} == {"phasebench_code", "phasebench_kv", "phasebench_niah"}
+    (code,) = [r for r in base if r["task"] == "phasebench_code"]
+    code["worst_phase_crossfit"] = "high"
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "leaderboard.json").write_text(json.dumps(data))
+    done, out, entries = export(broken)
+    assert done.returncode == 0, done.stderr
+    assert f"{code['board']}' not exported: worst_phase_crossfit is not a number" in done.stderr
+    (path,) = out.glob("HuggingFaceTB__SmolLM2-135M-Instruct/.eval_results/phasebench.yaml")
+    written = parse_eval_result_entries(yaml.safe_load(path.read_text()))
+    assert sorted(e.task_id for e in written) == ["kv_512_m4", "niah_512_m4"]

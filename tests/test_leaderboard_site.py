@@ -144,7 +144,7 @@ def test_p_values_at_the_floor_and_flat_rows(site, board):
     text = "".join(p.read_text() for p in _pages(site))
     assert "p &lt; 0.001" in text and f"{floor['p_value']:.3g}" not in text
     flat = next(r for r in board["rows"] if r["model"] == "acme/flat")
-    assert flat["best_phase"] == flat["lowest_phase"] and flat["worst_phase_index"] is None
+    assert flat["best_phase"] == flat["lowest_phase"] and flat["lowest_phase_index"] is None
     page = (site / board_page(flat["board"])).read_text()
     row = page[page.index(f'href="../{flat["page"]}"') :]
     row = row[: row.index("</tr>")]

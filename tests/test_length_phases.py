@@ -126,7 +126,7 @@ def test_each_simulated_model_is_found_on_its_own_axis(weak, other):
     axes = {"needle": entry, "length": entry["length_axis"]}
     found, quiet = axes[weak], axes[other]
     assert found["significant"] and found["dominant_period"] == 4
-    assert found["worst_phase_index"] == 3 and found["gap"] > 0.8
+    assert found["lowest_phase_index"] == 3 and found["gap"] > 0.8
     assert not quiet["significant"] and quiet["dominant_period"] is None
     assert quiet["gap"] < 0.15
     table = np.array(entry["phase_table"]["acc"], dtype=float)
@@ -164,10 +164,10 @@ def test_both_axes_run_through_lm_eval_on_smollm2(tmp_path):
     assert {(s["doc"]["phase"], s["doc"]["length_phase"]) for s in logged} == {
         (0, 0), (0, 1), (1, 0), (1, 1)}  # fmt: skip
     table = results["results"]["phasebench_niah"]
-    for key in ("acc_worst_phase", "phase_gap", "acc_worst_length_phase", "length_phase_gap",
+    for key in ("acc_lowest_phase", "phase_gap", "acc_lowest_length_phase", "length_phase_gap",
                 "length_phase_gap_p_value", "length_phase_period"):  # fmt: skip
         assert f"{key},none" in table, sorted(table)
-    assert 0.0 <= table["acc_worst_length_phase,none"] <= table["acc,none"] <= 1.0
+    assert 0.0 <= table["acc_lowest_length_phase,none"] <= table["acc,none"] <= 1.0
     # the cached split verifies on its own
     (config,) = (tmp_path / "cache").rglob("niah_256_crossed")
     (report,) = verify([config], progress=False)

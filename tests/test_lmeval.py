@@ -39,7 +39,7 @@ def test_metric_key_round_trip():
     assert lmeval.metric_key("phase_gap", None) == "phase_gap"
     assert lmeval.metric_key("phase_gap", 4096) == "phase_gap@4096"
     assert lmeval.parse_metric_key("acc_phase_3@131072") == ("acc_phase_3", 131072)
-    assert lmeval.parse_metric_key("acc_worst_phase") == ("acc_worst_phase", None)
+    assert lmeval.parse_metric_key("acc_lowest_phase") == ("acc_lowest_phase", None)
 
 
 def _doc(family="kv", phase=3, base_id=5, length=1024, **extra):
@@ -75,7 +75,7 @@ def test_process_results_code_margin():
     out = lmeval.process_results(doc, [(-1.5, False), (-0.25, True)])
     assert out["margin"] == pytest.approx(-1.25)
     assert out["acc"] == 0.0
-    assert "margin_worst_phase@0" in out and "phase_lock_rate" in out
+    assert "margin_lowest_phase@0" in out and "phase_lock_rate" in out
     out = lmeval.process_results(doc, [(-0.1, True), (-2.0, False)])
     assert out["margin"] == pytest.approx(1.9) and out["acc"] == 1.0
 
@@ -94,7 +94,7 @@ def test_aggregate_hand_computed():
     table[2] = [0] * 16
     table[5] = [1] * 16
     items = _records(table)
-    assert lmeval.aggregate(items, name="acc_worst_phase") == 0.0
+    assert lmeval.aggregate(items, name="acc_lowest_phase") == 0.0
     assert lmeval.aggregate(items, name="acc_best_phase") == 1.0
     assert lmeval.aggregate(items, name="phase_gap") == 1.0
     assert lmeval.aggregate(items, name="acc_phase_2") == 0.0
@@ -211,7 +211,7 @@ def test_records_are_json_round_trippable():
     items = [json.loads(json.dumps(out["phase_gap"]))] * 8
     items = [[*it[:3], r, *it[4:]] for r, it in enumerate(items)]
     assert lmeval.aggregate(items, name="phase_gap") == 0.0
-    assert np.isfinite(lmeval.aggregate(items, name="acc_worst_phase"))
+    assert np.isfinite(lmeval.aggregate(items, name="acc_lowest_phase"))
 
 
 def test_chat_template_offset_relabels_phases(smollm2):

@@ -68,9 +68,9 @@ def test_declarations_are_consistent():
         assert stat.help, stat.key  # the legend and the glossary explain every statistic
     # the compact set: average, worst phase plain and cross-fitted, gap and its p-value
     assert sorted(COMPACT_METRICS) == sorted(
-        ["acc", "acc_worst_phase", "acc_worst_phase_crossfit", "phase_gap", "phase_gap_p_value"]
+        ["acc", "acc_lowest_phase", "acc_worst_phase_crossfit", "phase_gap", "phase_gap_p_value"]
     )
-    assert "margin_worst_phase" in phase_metric_names("code", 8, "compact")
+    assert "margin_lowest_phase" in phase_metric_names("code", 8, "compact")
 
 
 def test_register_refuses_a_taken_name_or_no_function():

@@ -291,7 +291,7 @@ def test_demo_table_names_the_finding_and_explains_itself():
 
     def entry(gap: float, p: float, period: int | None) -> dict:
         ci = [gap / 2, gap * 1.5]
-        return {"acc": 0.8, "worst_phase": 0.7, "worst_phase_crossfit": 0.72, "gap": gap,
+        return {"acc": 0.8, "lowest_phase": 0.7, "worst_phase_crossfit": 0.72, "gap": gap,
                 "gap_ci": ci, "p_value": p, "dominant_period": period}  # fmt: skip
 
     runs = {"full": entry(0.01, 0.9, None), "mean-w8s4": entry(0.156, 1 / 1001, 4),

@@ -22,9 +22,9 @@ ROOT = Path(__file__).resolve().parent.parent
 CONTRACT_KEYS = {
     "acc",
     "acc_ci",
-    "worst_phase",
-    "worst_phase_ci",
-    "worst_phase_index",
+    "lowest_phase",
+    "lowest_phase_ci",
+    "lowest_phase_index",
     "worst_phase_crossfit",
     "worst_phase_crossfit_ci",
     "best_phase",
@@ -34,7 +34,7 @@ CONTRACT_KEYS = {
     "dominant_period",
     "per_phase",
 }
-CODE_KEYS = {"margin", "per_phase_margin", "margin_worst_phase", "margin_sweeps"}
+CODE_KEYS = {"margin", "per_phase_margin", "margin_lowest_phase", "margin_sweeps"}
 
 
 def _env() -> dict[str, str]:
@@ -106,7 +106,7 @@ def test_simulated_ground_truth_is_recovered(simulated_report):
     kv = sens["phasebench_kv"]["4096"]
     # True profile: 90% except 55% at phases 3 and 7 (true gap 35 points, period 4).
     assert kv["p_value"] < 0.01 and kv["dominant_period"] == 4
-    assert kv["worst_phase_index"] in (3, 7)
+    assert kv["lowest_phase_index"] in (3, 7)
     assert kv["gap_ci"][0] <= 0.35 <= kv["gap_ci"][1]
     assert flat["phasebench_kv"]["4096"]["dominant_period"] is None
     assert flat["phasebench_kv"]["4096"]["p_value"] > 0.05
@@ -156,6 +156,29 @@ def test_a_format_1_report_still_renders(simulated_report, tmp_path, capsys):
 
     assert capsys.readouterr().out == render_tables(report)
     assert "phase-lock" in render_tables(report)
+
+
+def test_a_format_2_report_reads_with_todays_names(simulated_report, tmp_path, capsys):
+    """Format 2 filed the lowest phase (the plain minimum) as ``worst_phase``; read back, such a
+    file renders as the current one does, the plain minimum under its name of today."""
+    from phasebench import metrics
+
+    _, report = simulated_report
+    old = json.loads(json.dumps(report))
+    old["format"] = "phasebench-report/2"
+    for body in old["runs"].values():
+        for by_length in body["tasks"].values():
+            for entry in by_length.values():
+                for new_key, old_key in [(n, o) for o, n in metrics.RENAMED_SINCE_FORMAT_2.items()]:
+                    if new_key in entry:
+                        entry[old_key] = entry.pop(new_key)
+    assert "worst_phase" in json.dumps(old) and '"lowest_phase"' not in json.dumps(old)
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    assert main(["report", str(tmp_path / "old.json")]) == 0
+    from phasebench.report import render_tables
+
+    assert capsys.readouterr().out == render_tables(report)
+    assert "lowest phase" in render_tables(report)
 
 
 def test_plots_are_png_and_svg_and_byte_identical(simulated, simulated_report, tmp_path):

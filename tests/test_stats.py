@@ -92,7 +92,7 @@ def test_summary_of_a_hand_computed_matrix():
     assert [row["n"] for row in s.per_phase] == [4, 4, 4, 4]
     assert s.per_phase[2]["ci"] == wilson(1, 4)
     assert s.acc == pytest.approx(0.6875)
-    assert (s.worst_phase, s.worst_phase_index) == (0.25, 2)
+    assert (s.lowest_phase, s.lowest_phase_index) == (0.25, 2)
     assert (s.best_phase, s.best_phase_index) == (1.0, 3)
     assert s.gap == pytest.approx(0.75)
     # Cochran: Q = (k-1)(k sum C^2 - N^2)/(k N - sum R^2) = 3 (4*35 - 121)/(44 - 33) = 57/11.
@@ -107,7 +107,7 @@ def test_summary_of_a_hand_computed_matrix():
     assert s.p_value == pytest.approx(exact, abs=0.02)
     assert s.significant is (s.p_value <= 0.05)
     assert s.gap_ci[0] <= s.gap <= s.gap_ci[1]
-    assert s.worst_phase_ci[0] <= s.worst_phase <= s.worst_phase_ci[1]
+    assert s.lowest_phase_ci[0] <= s.lowest_phase <= s.lowest_phase_ci[1]
     assert s.acc_ci[0] <= s.acc <= s.acc_ci[1]
 
 
@@ -359,7 +359,7 @@ def _worst_phase_behaviour(name: str, n_items: int, sims: int) -> dict[str, floa
     for i in range(sims):
         m = simulate(derive_rng(41, "worst", name, n_items, i), profile, n_items)
         s = summarize(m, n_boot=150, n_perm=0, seed=i)
-        plain.append(s.worst_phase)
+        plain.append(s.lowest_phase)
         cross.append(s.worst_phase_crossfit)
         lo, hi = s.worst_phase_crossfit_ci
         covered += lo <= truth <= hi

@@ -46,11 +46,11 @@ def test_every_metric_of_the_full_set_is_reported(group_run, task):
     assert sorted(reported) == sorted(set(wanted))
     for m in wanted:
         assert isinstance(table[f"{m},none"], float), (m, table[f"{m},none"])
-    assert 0.0 <= table["acc_worst_phase,none"] <= table["acc_best_phase,none"] <= 1.0
+    assert 0.0 <= table["acc_lowest_phase,none"] <= table["acc_best_phase,none"] <= 1.0
     assert table["phase_gap_ci_low,none"] <= table["phase_gap,none"] + 1e-9
     assert table["phase_gap,none"] <= table["phase_gap_ci_high,none"] + 1e-9
     directions = results["higher_is_better"][task]
-    assert directions["phase_gap"] is False and directions["acc_worst_phase"] is True
+    assert directions["phase_gap"] is False and directions["acc_lowest_phase"] is True
     assert directions["phase_gap_p_value"] is None  # no arrow: a p-value is not a score
     assert "phasebench" in results["groups"]
 
@@ -129,7 +129,7 @@ def test_wrapper_runs_lm_eval_with_the_compact_metric_set(tiny_llama, tmp_path):
     assert "phasebench summary of this run" in tail
     assert "phasebench_kv  length 256" in tail and "phasebench report out" in tail
     worst = next(line for line in tail.splitlines() if line.startswith("  worst phase"))
-    assert float(worst.split()[2]) == pytest.approx(100 * table["acc_worst_phase,none"], abs=0.05)
+    assert float(worst.split()[2]) == pytest.approx(100 * table["acc_lowest_phase,none"], abs=0.05)
     gap = next(line for line in tail.splitlines() if line.startswith("  gap"))
     assert float(gap.split()[1]) == pytest.approx(100 * table["phase_gap,none"], abs=0.05)
 

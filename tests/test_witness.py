@@ -62,7 +62,7 @@ def test_process_results_logs_the_count_and_drops_a_disagreeing_sample(submissio
     length, right = row["length"], " " + row["answer"]
     agree = process_results(row, [ServedText(right, length)])
     assert agree["served_verified"] == [length, length] and agree["acc"] == 1.0
-    assert "acc_worst_phase" in agree
+    assert "acc_lowest_phase" in agree
     short = process_results(row, [ServedText(right, length - 1)])
     assert short == {"served_verified": [length, length - 1]}  # in no statistic
     unverified = process_results(row, [ServedText(right, None)])

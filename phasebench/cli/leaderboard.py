@@ -80,8 +80,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="write the .eval_results/*.yaml file each accepted entry's model repository would "
         "carry (Hub Eval Results)",
         description="For every accepted entry of a built board, the file the Hub reads from a "
-        "model repository's .eval_results/ folder: per board, the cross-fitted worst phase as "
-        "the value, the average and the gap in the notes, a link back to the board. The "
+        "model repository's .eval_results/ folder: per board, under a Hub task named after the "
+        "board (family, length, modulus, axis: niah_512_m8), the cross-fitted worst phase as "
+        "the value, the average and the gap in the notes (led by 'preliminary' where the "
+        "board marks the entry so), a link back to the board. Test fixtures are not exported; "
+        "a row that cannot be exported is named on stderr and the entry's other rows are "
+        "written. The "
         "dataset named must be the benchmark `phasebench publish` built (its eval.yaml names "
         "the tasks).",
     )
@@ -301,10 +305,20 @@ def _export_eval_results(args: argparse.Namespace) -> int:
     except (ValueError, RecursionError) as exc:
         raise SubmissionsError(f"{str(path)!r} is not valid JSON ({exc})") from None
     refused: dict[str, str] = {}
+    skipped: dict[str, dict[str, str]] = {}
     for written in export_eval_results(
-        board, args.out, dataset_id=args.dataset, site_url=args.site_url, refused=refused
+        board,
+        args.out,
+        dataset_id=args.dataset,
+        site_url=args.site_url,
+        refused=refused,
+        skipped=skipped,
     ):
         print(written)
+    for page, boards in sorted(skipped.items()):
+        for name, why in sorted(boards.items()):
+            print(f"phasebench: entry {ascii(page)}: {ascii(name)} not exported: {why}",
+                  file=sys.stderr)  # fmt: skip
     for page, why in sorted(refused.items()):
         print(f"phasebench: entry {ascii(page)} not exported: {why}", file=sys.stderr)
     return 1 if refused else 0

@@ -17,7 +17,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "average accuracy ACC (simulation; conservative, see phasebench.stats.power_n_base).",
     )
     pw.add_argument("--acc", type=float, required=True, help="average accuracy, e.g. 0.9")
-    pw.add_argument("--gap", type=float, required=True, help="best - worst phase, e.g. 0.06")
+    pw.add_argument("--gap", type=float, required=True, help="best - lowest phase, e.g. 0.06")
     _args.modulus(pw, "phase modulus")
     pw.add_argument("--alpha", type=float, default=ALPHA, help="significance level")
     pw.add_argument("--power", type=float, default=0.8, help="wanted power")
@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
         f"{n} base items ({n * args.modulus} prompts at modulus {args.modulus}) detect a gap of "
         f"{100 * args.gap:.1f} points at average accuracy {100 * args.acc:.1f} with "
         f"{100 * args.power:.0f}% power (alpha {args.alpha}; simulated, conservative: one best "
-        "and one worst phase, items independent across phases)"
+        "and one lowest phase, items independent across phases)"
     )
     print("\n".join(prefill))
     return 0

@@ -119,7 +119,15 @@ def _evaluate(args: argparse.Namespace) -> int:
     torch.set_num_threads(args.threads)
     result = evaluate_folder(Path(args.model), length=args.length, n_base=args.n_base)
     summary = phase_summary(result).to_dict()
-    keep = ("acc", "worst_phase", "best_phase", "gap", "p_value", "dominant_period")
+    keep = (
+        "acc",
+        "worst_phase_crossfit",
+        "lowest_phase",
+        "best_phase",
+        "gap",
+        "p_value",
+        "dominant_period",
+    )
     shown = {"model": result["model"], "per_phase": result["per_phase"]}
     print(json.dumps(shown | {k: summary[k] for k in keep}, indent=1))
     return 0

@@ -6,11 +6,14 @@ with the ``config`` and ``split`` of the data it runs on (Hub documentation, "Ev
 Results"). Model repositories then publish scores for a task as ``.eval_results/*.yaml`` files
 (:mod:`phasebench.leaderboard.eval_results`), which the Hub gathers into a leaderboard per task.
 
-Here a task is one family at one length, the same unit as a board of phasebench's own
-leaderboard: ``kv_4096`` (:func:`task_id`). It points at the repository's config of that family
-and length and its ``test`` split. A repository may hold that split for several tokenizers; the
+Here a task is one board of phasebench's own leaderboard: a family at one length and modulus,
+with the phase axis when it is not the needle's and the number of phases when a run covered a
+subset of the residues: ``kv_4096_m8``, ``niah_512_m12``, ``kv_4096_m8_length``,
+``kv_131072_m128_16of128`` (:func:`task_id`). Scores at modulus 4 and 12 measure different
+things, so they never share a Hub task. It points at the repository's config of that design
+and its ``test`` split. A repository may hold that split for several tokenizers; the
 task names the default config's tokenizer when it is one of them, else the first. That is no
-loss: a model's score on ``kv_4096`` is computed on the same spec regenerated for the model's own
+loss: a model's score on ``kv_4096_m8`` is computed on the same spec regenerated for the model's own
 tokenizer (phasebench's lm-eval tasks do so), so one task serves every tokenizer.
 """
 
@@ -53,25 +56,52 @@ EVAL_KEYS = ("name", "description", "evaluation_framework", "tasks")
 TASK_KEYS = ("id", "config", "split")
 
 
-def task_id(family: str, length: int) -> str:
-    """The benchmark task of one family at one length (``kv_4096``)."""
-    return f"{family}_{int(length)}"
+#: The phase axis a design varies, by its ``length_phases`` (unset: the needle's phase alone;
+#: ``only``: the length's phase alone; ``crossed``: both), as a board names it.
+AXIS_OF_LENGTH_PHASES = {None: "needle", "only": "length", "crossed": "both"}
+
+
+def task_id(
+    family: str, length: int, modulus: int, axis: str = "needle", phases: int | None = None
+) -> str:
+    """The benchmark task of one board (``kv_4096_m8``; ``kv_4096_m8_length`` on another axis
+    than the needle's; ``kv_131072_m128_16of128`` for 16 of 128 phases): the same parts as the
+    board's own name, so one Hub task holds the entries of one board and no other."""
+    tid = f"{family}_{int(length)}_m{int(modulus)}"
+    if axis != "needle":
+        tid += f"_{axis}"
+    if phases is not None and int(phases) != int(modulus):
+        tid += f"_{int(phases)}of{int(modulus)}"
+    return tid
+
+
+def config_task_id(config: Mapping[str, Any]) -> str:
+    """The task of one config of a repository index (its family, length, ``modulus``, ``axis``
+    and ``phases``, which :func:`phasebench.hub.repo.build_repo` records)."""
+    if not isinstance(config.get("modulus"), int):
+        raise HubError(
+            f"config {ascii(config.get('name'))[:80]} records no modulus (an index written "
+            f"before boards were named by modulus); publish the split again"
+        )
+    return task_id(config["family"], config["length"], config["modulus"],
+                   config.get("axis") or "needle", config.get("phases"))  # fmt: skip
 
 
 def eval_tasks(index: Mapping[str, Any]) -> list[dict[str, str]]:
-    """One task per family x length of a repository index (``phasebench.json``), in the
-    index's order, each with the config it names and the split."""
+    """One task per board design (family x length x modulus x axis x phases) of a repository
+    index (``phasebench.json``), in the index's order, each with the config it names and the
+    split."""
     default = next((c for c in index["configs"] if c["name"] == index["default_config"]), None)
     chosen: dict[str, dict[str, Any]] = {}
     for config in index["configs"]:
-        tid = task_id(config["family"], config["length"])
+        tid = config_task_id(config)
         if tid not in chosen or (
             default is not None
             and config["tokenizer"] == default["tokenizer"]
             and chosen[tid]["tokenizer"] != default["tokenizer"]
         ):
             chosen[tid] = config
-    order = {task_id(c["family"], c["length"]): i for i, c in enumerate(index["configs"])}
+    order = {config_task_id(c): i for i, c in enumerate(index["configs"])}
     return [
         {"id": tid, "config": chosen[tid]["name"], "split": index["split"]}
         for tid in sorted(chosen, key=order.__getitem__)

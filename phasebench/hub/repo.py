@@ -30,7 +30,12 @@ from phasebench.atomic import (
 from phasebench.build import HASH_KEY, MANIFEST, content_hash, read_manifest
 from phasebench.errors import HubError, SplitError, first_line
 from phasebench.families import names as family_names
-from phasebench.hub.benchmark import EVAL_FILE, render_eval_yaml, writes_eval_yaml
+from phasebench.hub.benchmark import (
+    AXIS_OF_LENGTH_PHASES,
+    EVAL_FILE,
+    render_eval_yaml,
+    writes_eval_yaml,
+)
 from phasebench.hub.card import render_card
 from phasebench.hub.naming import (
     CARD,
@@ -138,10 +143,15 @@ def _config_entry(source: _Source) -> dict:
             }
         )
     tok = source.manifest["tokenizer"]
+    spec = source.manifest["spec"]
     return {
         "name": source.name,
         "family": source.family,
-        "length": source.manifest["spec"]["length"],
+        "length": spec["length"],
+        # the board's design, which names its Hub task (phasebench.hub.benchmark.task_id)
+        "modulus": spec["modulus"],
+        "axis": AXIS_OF_LENGTH_PHASES.get(spec.get("length_phases"), "needle"),
+        "phases": len(spec.get("phases") or ()) or spec["modulus"],
         "rows": source.manifest["rows"],
         "content_hash": source.manifest["content_hash"],
         "tokenizer": tok["name"],

@@ -268,7 +268,7 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
         return "-" if x is None else f"{100 * x:.1f}"
 
     lines = [
-        "| press (settings) | average | worst phase (which) | worst x-fit | gap [95% CI] | p "
+        "| press (settings) | average | lowest phase (which) | worst x-fit | gap [95% CI] | p "
         "| period | CPU s/prompt |",
         "|---|---|---|---|---|---|---|---|",
     ]
@@ -277,7 +277,7 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
         lo, hi = s["gap_ci"]
         lines.append(
             f"| {row['press']} | {pct(s['acc'])} | "
-            f"{pct(s['worst_phase'])} ({s['worst_phase_index']}) | "
+            f"{pct(s['lowest_phase'])} ({s['lowest_phase_index']}) | "
             f"{pct(s['worst_phase_crossfit'])} | "
             f"{pct(s['gap'])} [{pct(lo)}, {pct(hi)}] | {s['p_value']:.2g} | "
             f"{s['dominant_period'] or 'none'} | {row['cpu_s_per_prompt']:.2f} |"

@@ -526,8 +526,12 @@ def _check_aggregates(
 ) -> None:
     """Every reported aggregate equals the one recomputed from the samples with the task's own
     aggregation (:func:`phasebench.lmeval.tasks.aggregate` over the scorer's records, in sample
-    order, as lm-eval collects them); per-sample means for ``acc`` and ``margin``."""
-    from phasebench.lmeval.tasks import aggregate, parse_metric_key
+    order, as lm-eval collects them); per-sample means for ``acc`` and ``margin``. A metric
+    reported under the name an earlier version gave it (``acc_worst_phase``, now
+    ``acc_lowest_phase``) is recomputed under its current name
+    (:func:`phasebench.metrics.current_metric`), so older submissions still validate."""
+    from phasebench.lmeval.tasks import aggregate, metric_key, parse_metric_key
+    from phasebench.metrics import current_metric
 
     reported = results["results"][task]
     if not any(k.split(",")[0] == "acc" for k in reported):
@@ -536,6 +540,11 @@ def _check_aggregates(
         metric, sep, _ = key.partition(",")
         if not sep or "_stderr" in metric:
             continue
+        try:
+            name, length = parse_metric_key(metric)
+        except ValueError:
+            raise Refused("metric", path, f"{task}: {key} is not a metric name") from None
+        metric = metric_key(current_metric(name), length)
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise Refused("metric", path, f"{task}: {key} is not a number ({value!r})")
         if metric in ("acc", "margin", WARM_KEY) and metric in frame:

@@ -4,20 +4,30 @@ The Hub shows scores that a model repository keeps in ``.eval_results/*.yaml`` o
 page and gathers them into the leaderboard of the benchmark dataset they name (Hub
 documentation, "Evaluation Results"; the dataset's tasks come from its ``eval.yaml``,
 :mod:`phasebench.hub.benchmark`). For every accepted entry of a built board
-(``leaderboard.json``) this writes one such file: one result per board the entry is on, with
+(``leaderboard.json``) this writes one such file: one result per board the entry is on, under
+the board's own Hub task (:func:`phasebench.hub.benchmark.task_id`: family, length, modulus,
+and the axis where it is not the needle's, so boards at modulus 4 and 12 never share a task), with
 
 * the cross-fitted worst phase, in percent, as the value (the number the board ranks by),
 * the average and the gap with its interval beside it, in ``notes`` (the format holds one value
-  per result), with the variant when the entry has one and how the numbers were checked,
+  per result), led by ``preliminary`` where the board marks the entry so (its design cannot
+  detect the gap a board is read for), with the variant when the entry has one and how the
+  numbers were checked,
 * the date of the run and a link back to the board as the ``source``.
+
+Test fixtures (``fixture: true`` in ``submission.yaml``: a random or toy model that proves the
+pipeline) are never exported; they are named in ``skipped``. A row that cannot become a result
+(no cross-fitted worst phase, a length that is not a count, a value that is not a number) is
+skipped with its reason and the entry's other rows are still written: one bad row never takes
+the entry's other boards with it; an entry none of whose rows can be exported is refused.
 
 Files are named after the entry: ``<org>__<model>/.eval_results/phasebench.yaml``, or
 ``phasebench_<variant>.yaml`` for a variant (one file per configuration of the same weights, so
 the Hub never merges two); two accepted revisions of one model (and variant) each get a file,
 the revision's first 12 characters added to its name. The names come from the board JSON, so
 each is checked (the submission schema's patterns for a model id and a variant) and the joined
-path must stay inside the output folder; an entry that fails (or whose row is not numbers) is
-left out and named, the others are written. Entries are written with ``huggingface_hub``'s own
+path must stay inside the output folder; an entry whose name fails is left out and named,
+the others are written. Entries are written with ``huggingface_hub``'s own
 serialiser (:func:`huggingface_hub.eval_result_entries_to_yaml`) and read back with its parser
 before the folder is swapped in.
 """
@@ -34,6 +44,7 @@ from typing import Any
 from phasebench import metrics
 from phasebench.atomic import atomic_write_text, staged_folder
 from phasebench.errors import HubError, OutputError, SubmissionsError
+from phasebench.families import get_family
 from phasebench.families import names as family_names
 from phasebench.hub.benchmark import task_id
 from phasebench.leaderboard.score import CLAIMED_NOT_WITNESSED
@@ -64,11 +75,20 @@ def _notes(row: Mapping[str, Any], variant: str | None) -> str:
     worst, acc, gap = (metrics.get(k) for k in ("worst_phase_crossfit", "acc", "gap"))
     gap_text = metrics.format_value(gap, row.get(gap.column))
     interval = metrics.format_interval(gap, row.get(gap.column_interval))
-    parts = [
+    parts = []
+    if row.get("preliminary"):
+        detectable = metrics.get("detectable_gap")
+        parts.append(
+            f"{metrics.get('preliminary').label}: with {metrics.POWER:.0%} power this design "
+            f"detects gaps of {metrics.format_value(detectable, row.get(detectable.column))} or "
+            f"more, not the {100 * metrics.PRELIMINARY_GAP:.0f} pp a board is read for"
+        )
+    parts += [
         f"{worst.label} ({worst.qualifier}) {metrics.format_value(worst, row.get(worst.column))}",
         f"{acc.label} {metrics.format_value(acc, row.get(acc.column))}",
         f"{gap.label} ({gap.qualifier}) {gap_text}" + (f" {interval}" if interval else ""),
-        f"{row['task']} at {row['length']} tokens",
+        f"{row['task']} at {row['length']} tokens, modulus {row['modulus']}"
+        + (f", {row['axis']} axis" if row.get("axis", "needle") != "needle" else ""),
     ]
     if variant:
         parts.append(f"variant {variant}")
@@ -100,19 +120,28 @@ def _entry(board: Mapping[str, Any], row: Mapping[str, Any], dataset_id: str, si
     if not isinstance(detail, Mapping):
         raise ValueError(f"its page {ascii(row.get('page'))[:80]} is not among the board's models")
     meta = detail.get("meta") or {}
-    length = row.get("length")
-    if isinstance(length, bool) or not isinstance(length, int) or length <= 0:
-        raise ValueError(f"length is not a token count ({ascii(length)[:40]})")
     task = row.get("task")
     if not isinstance(task, str) or not isinstance(row.get("board"), str):
         raise ValueError("task or board is not a name")
+    family = _family(task)
+    length, modulus, phases = (row.get(k) for k in ("length", "modulus", "n_phases"))
+    # a length as the family counts it (code's 0: no unrelated context before the item)
+    for name, value, least in (("length", length, get_family(family).min_length),
+                               ("modulus", modulus, 2), ("n_phases", phases, 1)):  # fmt: skip
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise ValueError(f"{name} is not a count of at least {least} ({ascii(value)[:40]})")
+    axis = row.get("axis", "needle")
+    if axis not in metrics.AXES:
+        raise ValueError(f"axis {ascii(axis)[:40]} is not one of {', '.join(metrics.AXES)}")
     worst = _number(row, "worst_phase_crossfit")
+    if worst is None:
+        raise ValueError("it has no cross-fitted worst phase")
     for key in ("acc", "gap"):
         _number(row, key)
     date = row.get("date")
     return EvalResultEntry(
         dataset_id=dataset_id,
-        task_id=task_id(_family(task), length),
+        task_id=task_id(family, length, modulus, axis, phases),
         value=round(100 * worst, 2),
         date=date if isinstance(date, str) and _DATE.match(date) else None,
         source_url=_board_link(site_url, row["board"]),
@@ -152,15 +181,20 @@ def check_board(board: Any, where: str = "the board") -> Mapping[str, Any]:
     return board
 
 
+#: Why a test fixture's rows are not exported.
+FIXTURE = "a test fixture (fixture: true), never exported"
+
+
 def entry_results(
     board: Mapping[str, Any],
     dataset_id: str,
     site_url: str,
-    refused: dict[str, str] | None = None,
+    skipped: dict[str, dict[str, str]] | None = None,
 ) -> dict[str, list[dict[str, Any]]]:
     """Per accepted entry (its model page), the results of its ``.eval_results`` file, as
-    ``huggingface_hub`` serialises them; boards without a cross-fitted worst phase are left
-    out. An entry a row of which cannot be read goes into ``refused`` (page: why) instead."""
+    ``huggingface_hub`` serialises them, one per board. A row that is not exported goes into
+    ``skipped`` (page: {board: why}): a test fixture's, or one that cannot become a result; the
+    entry's other rows are exported all the same. Published figures are not entries."""
     from huggingface_hub import eval_result_entries_to_yaml
 
     from phasebench.hub.naming import check_repo_id
@@ -168,23 +202,22 @@ def entry_results(
     check_repo_id(dataset_id)
     check_site_url(site_url)
     check_board(board)
-    refused = {} if refused is None else refused
+    skipped = {} if skipped is None else skipped
     by_page: dict[str, list[Any]] = {}
     for row in board["rows"]:
-        if row.get("reported") or row.get("worst_phase_crossfit") is None:
+        if row.get("reported"):
             continue
-        page = str(row.get("page"))
+        page, name = str(row.get("page")), str(row.get("board"))
+        if row.get("fixture"):
+            skipped.setdefault(page, {})[name] = FIXTURE
+            continue
         try:
             entry = _entry(board, row, dataset_id, site_url)
         except (ValueError, TypeError, OutputError) as exc:
-            refused.setdefault(page, str(exc))
+            skipped.setdefault(page, {})[name] = str(exc)
             continue
         by_page.setdefault(page, []).append(entry)
-    return {
-        page: eval_result_entries_to_yaml(entries)
-        for page, entries in by_page.items()
-        if page not in refused
-    }
+    return {page: eval_result_entries_to_yaml(entries) for page, entries in by_page.items()}
 
 
 #: What a model id and a variant may be to become a folder and a file name: the submission
@@ -224,18 +257,27 @@ def export_eval_results(
     dataset_id: str,
     site_url: str,
     refused: dict[str, str] | None = None,
+    skipped: dict[str, dict[str, str]] | None = None,
 ) -> list[Path]:
     """Write every accepted entry's ``.eval_results`` file under ``out`` (built beside it and
     swapped in; an existing ``out`` is replaced only if this function made it or it is empty).
     Returns the files written. An entry that cannot be written inside ``out`` (a name that is
-    not a plain Hub id or variant, a row that is not numbers) is left out and named in
-    ``refused`` (its page: why); the others are written. Two revisions of one model (and
-    variant) each get a file, named with the revision."""
+    not a plain Hub id or variant, or no row that can become a result) is left out and named in
+    ``refused`` (its page: why); the others are written. A row left out of a written entry's
+    file (one that cannot become a result) or of a test fixture is named in ``skipped`` (page:
+    {board: why}). Two revisions of one model (and variant) each get a file, named with the
+    revision."""
     import yaml
     from huggingface_hub import parse_eval_result_entries
 
     refused = {} if refused is None else refused
-    results = entry_results(board, dataset_id, site_url, refused)
+    skipped = {} if skipped is None else skipped
+    results = entry_results(board, dataset_id, site_url, skipped)
+    for page, boards in list(skipped.items()):
+        if page not in results and set(boards.values()) != {FIXTURE}:
+            # an entry none of whose rows can be exported is refused, in one line
+            refused[page] = "; ".join(f"{name}: {why}" for name, why in sorted(boards.items()))
+            del skipped[page]
     planned: dict[str, tuple[Mapping[str, Any], list[dict[str, Any]]]] = {}
     for page, entries in sorted(results.items()):
         try:

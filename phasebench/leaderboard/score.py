@@ -296,7 +296,7 @@ def _reported_rows(data: Mapping[str, Any]) -> list[dict[str, Any]]:
             "length": length,
             "model": model,
             "acc": None,
-            "worst_phase": None,
+            "lowest_phase": None,
             "best_phase": None,
             "gap": None,
             "dominant_period": None,
@@ -319,7 +319,7 @@ def _reported_rows(data: Mapping[str, Any]) -> list[dict[str, Any]]:
                 item["model"],
                 "kv retrieval (paper)",
                 131072,
-                worst_phase=_pct(item.get("worst_phase")),
+                lowest_phase=_pct(item.get("lowest_phase")),
                 best_phase=_pct(item.get("best_phase")),
                 gap=_pct(item.get("gap")),
                 kv_cache=item.get("compression"),
@@ -333,7 +333,7 @@ def _reported_rows(data: Mapping[str, Any]) -> list[dict[str, Any]]:
                 "kv retrieval (paper)",
                 None,
                 acc=_pct(item.get("average")),
-                worst_phase=_pct(item.get("worst_phase")),
+                lowest_phase=_pct(item.get("lowest_phase")),
                 gap=_pct(item.get("gap")),
                 detail=f"validation loss {item.get('validation_loss')}",
             )
@@ -441,7 +441,19 @@ def flat_table(board: Mapping[str, Any]) -> pd.DataFrame:
     phase_cols = sorted(
         (c for c in frame.columns if re.fullmatch(r"phase_\d+", c)), key=lambda c: int(c[6:])
     )
-    return frame.reindex(columns=columns + phase_cols)
+    return _whole_numbers_typed(frame.reindex(columns=columns + phase_cols), records)
+
+
+def _whole_numbers_typed(frame: pd.DataFrame, records: list[dict[str, Any]]) -> pd.DataFrame:
+    """``frame`` with each column the rows hold as integers only (a rank, a period, a phase
+    index, a count) typed as pandas' nullable ``Int64``: pandas would make a column of integers
+    with an empty cell a float one, and the CSV would write a rank as ``1.0``. An accuracy is
+    a float in the rows even when it is whole, so no statistic is rounded."""
+    for column in frame.columns:
+        values = [r[column] for r in records if r.get(column) is not None]
+        if values and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+            frame[column] = frame[column].astype("Int64")
+    return frame
 
 
 def _per_phase_table(board: Mapping[str, Any]) -> pd.DataFrame:

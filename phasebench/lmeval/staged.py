@@ -252,7 +252,7 @@ def _looks(
                 "p_value": entry["p_value"],
                 "gap": entry["gap"],
                 "gap_ci": entry["gap_ci"],
-                "worst_phase": entry["worst_phase"],
+                "lowest_phase": entry["lowest_phase"],
                 "level": BOUNDARY[stage - 1],
                 "verdict": decision.verdict,
                 "reason": decision.reason,

@@ -23,8 +23,8 @@ plain, gap and its p-value; for a family with a margin also the margin's lowest 
 over the requested lengths, with per-length copies only when more than one length ran. ``full``
 adds intervals, the best phase, every phase and the phase-lock rate, always per length. A config
 with the length-phase axis (``"length_phases"`` in ``--metadata``) also reports the length
-axis's worst phase, gap, p-value and period (0: none); with the length axis alone, the average
-and those. Every number comes from
+axis's worst phase (cross-fitted) and lowest phase, gap, p-value and period (0: none); with the
+length axis alone, the average and those. Every number comes from
 :func:`phasebench.stats.summarize_samples`, the function ``phasebench report`` and the
 leaderboard use, so the three agree.
 """

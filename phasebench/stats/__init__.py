@@ -1,7 +1,7 @@
 """Phase statistics: numbers only, no I/O, no printing (what they mean: ``docs/definitions.md``,
 ``docs/stats.md``).
 
-A gap between the best and the worst of P noisy estimates is never zero: the minimum of noisy
+A gap between the best and the lowest of P noisy estimates is never zero: the minimum of noisy
 estimates is biased low and the range biased high. Everything here therefore comes with its
 uncertainty, and a gap is only called significant when it clears a null distribution built from
 the data itself.

@@ -154,7 +154,7 @@ def _blocks(total: int, size: int) -> list[int]:
 
 
 def _gap(filled: np.ndarray, presentf: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """Best minus worst phase mean under item ``weights`` (``(..., n)``; ``filled`` and
+    """Best minus lowest phase mean under item ``weights`` (``(..., n)``; ``filled`` and
     ``presentf`` ``(..., n, P)``), one value per leading index."""
     means = _ratio(weights[..., None, :] @ filled, weights[..., None, :] @ presentf)[..., 0, :]
     with _quiet():

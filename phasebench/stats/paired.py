@@ -159,7 +159,7 @@ def _summarize_units(
     the mean of its visits; rows of the phase matrix follow the sorted units, so the bootstrap
     and permutation streams do not depend on the order samples come in. The result is
     :meth:`PhaseSummary.to_dict` of the accuracy (binary when every cell is 0 or 1) plus, with
-    ``margins``: ``margin`` (phase-balanced mean), ``margin_ci``, ``margin_worst_phase``,
+    ``margins``: ``margin`` (phase-balanced mean), ``margin_ci``, ``margin_lowest_phase``,
     ``margin_gap_p_value``, ``per_phase_margin`` and ``margin_sweeps`` (one row per unit, in
     padding order from ``pads``) with their phase-lock rates at every divisor of the modulus,
     also counting only patterns that flip sign; and every declared statistic with its own
@@ -220,7 +220,7 @@ def _margin_summary(
                   alpha=alpha).to_dict()  # fmt: skip
     out["margin"] = m["acc"]
     out["margin_ci"] = m["acc_ci"]
-    out["margin_worst_phase"] = m["worst_phase"]
+    out["margin_lowest_phase"] = m["lowest_phase"]
     out["margin_gap_p_value"] = m["p_value"]
     out["per_phase_margin"] = [
         {"phase": r["phase"], "margin": r["acc"], "ci": r["ci"], "n": r["n"]}

@@ -91,19 +91,20 @@ class PhaseSummary:
 
     Accuracies are fractions in 0..1 (for ``binary=False`` they are means of the value, e.g. a
     code margin). Intervals are ``(lo, hi)`` at level ``1 - alpha``; NaN where undefined (no
-    bootstrap requested, a single phase with data, ...). ``worst_phase`` is the worst phase's
-    *accuracy*; ``worst_phase_index`` names the phase (ties go to the lowest index).
+    bootstrap requested, a single phase with data, ...). ``lowest_phase`` is the lowest
+    phase's *accuracy* (the plain minimum); ``lowest_phase_index`` names the phase (ties go to
+    the lowest index).
 
-    The plain worst phase is the minimum of P noisy means and so biased low, the more so the
-    fewer the base items and the more phases tie; ``worst_phase_crossfit`` removes that
-    selection bias (see :func:`crossfit_worst` for what it costs).
+    The lowest phase is the minimum of P noisy means and so biased low, the more so the fewer
+    the base items and the more phases tie; the worst phase, ``worst_phase_crossfit``, removes
+    that selection bias (see :func:`crossfit_worst` for what it costs).
     """
 
     acc: float
     acc_ci: tuple[float, float]
-    worst_phase: float
-    worst_phase_ci: tuple[float, float]
-    worst_phase_index: int | None
+    lowest_phase: float
+    lowest_phase_ci: tuple[float, float]
+    lowest_phase_index: int | None
     #: Cross-fitted worst phase (:func:`crossfit_worst`) and its paired-bootstrap interval:
     #: the worst phase chosen on one half of the base items and measured on the other.
     worst_phase_crossfit: float
@@ -199,14 +200,14 @@ def summarize(
 
     have = ~np.isnan(acc_p)
     acc = float(np.mean(acc_p[have]))
-    worst_i = int(np.nanargmin(acc_p))
+    lowest_i = int(np.nanargmin(acc_p))
     best_i = int(np.nanargmax(acc_p))
-    worst, best = float(acc_p[worst_i]), float(acc_p[best_i])
-    gap = best - worst
+    lowest, best = float(acc_p[lowest_i]), float(acc_p[best_i])
+    gap = best - lowest
 
     # Paired bootstrap: multinomial row weights are exactly "resample n rows with replacement".
     boot = _bootstrap_phase_means(filled, present, n_boot, derive_rng(seed, "stats", "bootstrap"))
-    acc_ci = worst_ci = gap_ci = (math.nan, math.nan)
+    acc_ci = lowest_ci = gap_ci = (math.nan, math.nan)
     if boot.shape[0]:
         with _quiet():
             acc_ci = _percentile(np.nanmean(boot, axis=1), alpha)
@@ -219,7 +220,7 @@ def summarize(
         lo_p, hi_p = acc_p - c, acc_p + c
         if binary:
             lo_p, hi_p = np.clip(lo_p, 0.0, 1.0), np.clip(hi_p, 0.0, 1.0)
-        worst_ci = (float(np.nanmin(lo_p)), float(np.nanmin(hi_p)))
+        lowest_ci = (float(np.nanmin(lo_p)), float(np.nanmin(hi_p)))
         gap_ci = (max(0.0, gap - 2 * c_gap), gap + 2 * c_gap)
         if binary:
             gap_ci = (gap_ci[0], min(1.0, gap_ci[1]))
@@ -254,9 +255,9 @@ def summarize(
     return PhaseSummary(
         acc=acc,
         acc_ci=acc_ci,
-        worst_phase=worst,
-        worst_phase_ci=worst_ci,
-        worst_phase_index=worst_i,
+        lowest_phase=lowest,
+        lowest_phase_ci=lowest_ci,
+        lowest_phase_index=lowest_i,
         worst_phase_crossfit=crossfit,
         worst_phase_crossfit_ci=crossfit_ci,
         best_phase=best,

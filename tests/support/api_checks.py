@@ -132,7 +132,7 @@ def check_completions(served: Served, work: Path, family: str) -> list[str]:
         require(covered, f"{name}: token {doc['anchor_index']} does not hold the needle")
         require(doc["phase"] == doc["anchor_index"] % MODULUS, f"{name}: phase != anchor mod P")
     table = run.results["results"][task]
-    worst, acc = table["acc_worst_phase,none"], table["acc,none"]
+    worst, acc = table["acc_lowest_phase,none"], table["acc,none"]
     require(0.0 <= worst <= acc <= 1.0, f"{task}: worst phase {worst}, acc {acc}")
     require(table["served_verified,none"] == 1.0, f"{task}: served_verified {table}")
     n = len(run.samples)
