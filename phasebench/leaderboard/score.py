@@ -185,8 +185,8 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
                 # registered here is unknown
                 summary = board_summary(frame)
             # a staged run stopped on a significant gap is a reading at its design's strength
-            mark = (sub.provenance.get("staged") or {}).get(f"{task}@{int(length)}")
-            summary = _staged.reading(summary, mark)
+            stop = (sub.provenance.get("staged") or {}).get(f"{task}@{int(length)}")
+            summary = _staged.reading(summary, stop)
             axis = _board_axis(summary)
             phases = len(summary.get("phases") or summary.get("per_phase") or []) or modulus
             name = _board_key(task, int(length), modulus, axis, phases)
@@ -225,8 +225,8 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
                     "fixture": bool(sub.meta.get("fixture")),
                 }
             )
-            if mark:
-                rows[-1]["staged"] = mark  # recomputed by validation, never the submitter's
+            if stop:
+                rows[-1]["staged"] = stop  # recomputed by validation, never the submitter's
         models[page] = detail
     rows = [_clean(r) for r in rows]
     for board in sorted({r["board"] for r in rows}):
