@@ -140,8 +140,10 @@ def scatter_svg(
     rows: Sequence[Mapping[str, Any]], labels: Sequence[str], id: str, title: str
 ) -> Markup:
     """Average (x) against cross-fitted worst phase (y) for one board, one point per row in the
-    board's order (``data-i`` is the row's place, which the page's script uses to follow the
-    table). A point carries its place in the table as a number (the first :data:`NUMBERED`),
+    board's order, each with its two 95% intervals as bars; a point is filled red where the
+    gap is significant and hollow where the entry is preliminary (or a test fixture)
+    (``data-i`` is the row's place, which the page's script uses to follow the table). A
+    point carries its place in the table as a number (the first :data:`NUMBERED`),
     placed so that no two labels overlap and none leaves the plot; its tooltip names model
     and variant with both numbers."""
     f = Frame(360, 300, left=46, right=10, top=10, bottom=40)
@@ -166,10 +168,22 @@ def scatter_svg(
                 f'<text x="{spot[0]}" y="{spot[1]}" text-anchor="{spot[2]}" aria-hidden="true">'
                 f"{index + 1}</text>"
             )
+        bars = ""
+        w_lo, w_hi = row.get("worst_phase_crossfit_ci") or (None, None)
+        a_lo, a_hi = row.get("acc_ci") or (None, None)
+        if w_lo is not None and w_hi is not None:
+            bars += f'<line class="ci" x1="{x}" x2="{x}" y1="{f.y(w_lo)}" y2="{f.y(w_hi)}"/>'
+        if a_lo is not None and a_hi is not None:
+            bars += f'<line class="ci" x1="{f.x(a_lo)}" x2="{f.x(a_hi)}" y1="{y}" y2="{y}"/>'
+        kind = ("sig" if row.get("significant") else "flat") + (
+            " pre" if row.get("preliminary") or row.get("fixture") else ""
+        )
+        marks = ", significant gap" if row.get("significant") else ""
+        marks += ", preliminary" if row.get("preliminary") and not row.get("fixture") else ""
         out.append(
-            f'<g class="pt{" hl" if index < LABELLED else ""}" data-i="{index}">'
-            f'<circle cx="{x}" cy="{y}" r="4"><title>{index + 1}. {name}: average {_pct(acc)}, '
-            f"worst phase {_pct(worst)}</title></circle>{text}</g>"
+            f'<g class="pt{" hl" if index < LABELLED else ""}" data-i="{index}">{bars}'
+            f'<circle class="{kind}" cx="{x}" cy="{y}" r="4"><title>{index + 1}. {name}: '
+            f"average {_pct(acc)}, worst phase {_pct(worst)}{marks}</title></circle>{text}</g>"
         )
     out.append("</svg>")
     return Markup("".join(out))

@@ -57,6 +57,7 @@ def environment() -> jinja2.Environment:
     env.filters["key"] = _key
     env.filters["serving"] = lambda s: _serving(s) if s else ""
     env.filters["short"] = _short
+    env.filters["places"] = _places
     env.filters["heat"] = charts.heat_class
     env.filters["labelled"] = lambda row: (row, identity(row))
     return env
@@ -151,6 +152,15 @@ def _serving(serving: Any) -> str:
     if isinstance(serving, Mapping):
         return " ".join(str(serving[k]) for k in ("engine", "version") if serving.get(k))
     return str(serving)
+
+
+def _places(interval: Sequence[int] | None) -> str:
+    """A rank interval as a cell writes it: ``2–5``, ``1`` when both ends agree, empty for
+    none."""
+    if not interval:
+        return ""
+    lo, hi = interval
+    return str(lo) if lo == hi else f"{lo}–{hi}"
 
 
 def _short(text: Any, limit: int = KV_SHORT) -> str:
@@ -284,6 +294,7 @@ def render_site(
                 "modulus": first.get("modulus"),
                 "phases": first.get("n_phases") or first.get("modulus"),
                 "axis": first.get("axis") or "needle",
+                "length_note": first.get("length_note") or "",
                 "rows": members,
                 "labels": labels,
                 "ranked": ranked,
@@ -307,6 +318,9 @@ def render_site(
                 ),
             }
         )
+    by_name = {b["name"]: b for b in boards}
+    found = board.get("findings") or []
+    findings = [{**f, "b": by_name[f["board"]]} for f in found if f["board"] in by_name]
     common = {
         "method": board.get("method") or {},
         "columns": _site_columns(),
@@ -317,7 +331,10 @@ def render_site(
         "index.html",
         "index.html.j2",
         board=board,
-        boards=boards,
+        # boards with findings first, in the order score gave them
+        boards=[f["b"] for f in findings]
+        + [b for b in boards if b["name"] not in {f["board"] for f in findings}],
+        findings=findings,
         root=".",
         bibtex=_study_bibtex(),
         **common,
