@@ -297,3 +297,44 @@ def badge_svg(label: str, value: str, title: str, *, warn: bool = False) -> str:
         f'<text x="6" y="14">{escape(label)}</text>'
         f'<text x="{left + 6}" y="14">{escape(value)}</text></g></svg>\n'
     )
+
+
+def settings_svg(series: Mapping[str, Any], id: str, title: str) -> Markup:
+    """One method across its settings: gap (y, 0-100 pp) with its 95% interval against the
+    varied parameter (x, its values evenly spaced in order), one point per entry, entries at
+    one value side by side; filled red where the gap is significant, hollow where the entry is
+    preliminary, as on the board's chart. Each point's tooltip names its board and variant."""
+    f = Frame(420, 240, left=46, right=12, top=10, bottom=40)
+    values = list(series["values"])
+    span = f.width - f.left - f.right
+    step = span / len(values)
+    xs = {v: f.left + step * (i + 0.5) for i, v in enumerate(values)}
+    ticks = [(round(xs[v], 1), escape(str(v))) for v in values]
+    out = [_open("settings", id, f.width, f.height, title)]
+    out.append(_axes(f, str(series["axis"]).replace("_", " "), "gap (pp)", ticks))
+    gap = metrics.get("gap")
+    at: dict[Any, list[Mapping[str, Any]]] = {}
+    for point in series["points"]:
+        at.setdefault(point["value"], []).append(point)
+    for value, points in at.items():
+        width = min(step * 0.7, 14 * len(points))
+        for k, point in enumerate(points):
+            x = round(xs[value] + (k + 0.5) * width / len(points) - width / 2, 1)
+            y = f.y(point["gap"])
+            lo, hi = point.get("gap_ci") or (None, None)
+            bar = (
+                f'<line class="ci" x1="{x}" x2="{x}" y1="{f.y(lo)}" y2="{f.y(hi)}"/>'
+                if lo is not None and hi is not None
+                else ""
+            )
+            kind = ("sig" if point.get("significant") else "flat") + (
+                " pre" if point.get("preliminary") else ""
+            )
+            name = escape(f"{point['board']} · {point.get('variant') or ''}")
+            shown = metrics.format_value(gap, point["gap"])
+            out.append(
+                f'<g class="pt">{bar}<circle class="{kind}" cx="{x}" cy="{y}" r="4"><title>'
+                f"{escape(str(value))}: {name}: gap {shown}</title></circle></g>"
+            )
+    out.append("</svg>")
+    return Markup("".join(out))

@@ -353,6 +353,13 @@ def render_site(
         )
     for b in boards:
         written.extend(_write_badges(out, b))
+    series = []
+    for n, item in enumerate(board.get("settings") or [], start=1):
+        title = f"{item['model']}, {item['method']}: gap against {item['axis']}"
+        points = [{**p, "board_slug": _slug(p["board"])} for p in item["points"]]
+        series.append({**item, "points": points,
+                       "chart": charts.settings_svg(item, f"settings-{n}", title)})  # fmt: skip
+    write("methods.html", "methods.html.j2", series=series, root=".", **common)
     write("reported.html", "reported.html.j2", rows=board.get("reported", []), root=".", **common)
     for name in STATIC_PAGES:
         write(name, f"{name}.j2", root=".", bibtex=_study_bibtex(), **common)

@@ -37,7 +37,7 @@ from phasebench import metrics
 from phasebench._version import __version__
 from phasebench.atomic import atomic_file, atomic_write_text, make_folder
 from phasebench.leaderboard.checks import WITNESSED
-from phasebench.leaderboard.presses import describe_kv_cache
+from phasebench.leaderboard.presses import SETTING_AXES, describe_kv_cache
 from phasebench.leaderboard.summaries import board_summary
 from phasebench.leaderboard.validate import Outcome, Submission
 from phasebench.samples import ScoredRecord
@@ -260,6 +260,48 @@ def findings(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def settings(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Methods across settings: for each model, task and KV-cache method whose ranked entries
+    differ in one of the method's :data:`~phasebench.leaderboard.presses.SETTING_AXES` (chunk
+    length, block size, compression ratio) with the other parameters fixed, one series: the
+    parameter's values in order and, at each, every entry (on whichever board) with its gap,
+    interval, p-value and marks. Selection among rows only; every number is the row's own."""
+    groups: dict[tuple, list[Mapping[str, Any]]] = {}
+    for row in rows:
+        params = row.get("kv_parameters") or {}
+        if row.get("fixture") or row.get("gap") is None:
+            continue
+        for axis in SETTING_AXES:
+            if axis not in params:
+                continue
+            fixed = tuple(sorted((k, str(v)) for k, v in params.items() if k != axis))
+            key = (row["model"], row["task"], row["kv_method"], axis, fixed)
+            groups.setdefault(key, []).append(row)
+    out = []
+    for (model, task, method, axis, fixed), members in sorted(groups.items(), key=str):
+        values = sorted({r["kv_parameters"][axis] for r in members})
+        if len(values) < 2:
+            continue
+        keys = ("board", "variant", "page", "anchor", "length", "modulus", "n_base", "gap",
+                "gap_ci", "p_value", "significant", "preliminary", "dominant_period")  # fmt: skip
+        points = sorted(
+            ({"value": r["kv_parameters"][axis], **{k: r.get(k) for k in keys}} for r in members),
+            key=lambda p: (p["value"], p["board"], p["variant"] or ""),
+        )
+        out.append(
+            {
+                "model": model,
+                "task": task,
+                "method": method,
+                "axis": axis,
+                "fixed": dict(fixed),
+                "values": values,
+                "points": points,
+            }
+        )
+    return out
+
+
 def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The whole leaderboard as one JSON-ready dict (rows, per-model detail, rejections)."""
     rows: list[dict[str, Any]] = []
@@ -378,6 +420,7 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
         },
         "rows": rows,
         "findings": findings(rows),
+        "settings": settings(rows),
         "reported": _reported_rows(reported) if reported is not None else [],
         "models": _clean(models),
         "rejections": outcome.report_json(),
