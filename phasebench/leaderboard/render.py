@@ -29,7 +29,7 @@ from phasebench.atomic import atomic_copy, atomic_write_text, check_replaceable,
 from phasebench.errors import OutputError
 from phasebench.leaderboard import charts
 
-ASSETS = ("leaderboard.js", "style.css")
+ASSETS = ("leaderboard.js", "compare.js", "style.css")
 #: Pages rendered from the method and the rules alone (no rows).
 STATIC_PAGES = ("about.html", "submit.html")
 #: The file that marks a folder as a phasebench site: ``build_site`` replaces only such a folder
@@ -353,6 +353,12 @@ def render_site(
         )
     for b in boards:
         written.extend(_write_badges(out, b))
+    compared = board.get("comparisons") or {}
+    for b in boards:
+        if len(b["ranked"]) >= 2:
+            write(f"compare/{b['slug']}.html", "compare.html.j2", b=b,
+                  data=_compare_data(b, compared.get(b["name"])),
+                  paired=compared.get(b["name"]) is not None, root="..", **common)  # fmt: skip
     series = []
     for n, item in enumerate(board.get("settings") or [], start=1):
         title = f"{item['model']}, {item['method']}: gap against {item['axis']}"
@@ -401,6 +407,48 @@ def render_site(
         source = resources.files("phasebench.leaderboard") / "templates" / name
         written.append(atomic_write_text(out / "assets" / name, source.read_text("utf-8")))
     return written
+
+
+def _compare_data(b: Mapping[str, Any], pairs: Mapping[str, Any] | None) -> dict[str, Any]:
+    """What the compare page's script shows, every value already written as text: each ranked
+    entry's label, page and statistics (the board's columns), and each pair's paired
+    difference as score computed it (``b`` minus ``a``, a before b in board order)."""
+    entries = {}
+    for row, label in zip(b["rows"], b["labels"], strict=True):
+        if row.get("fixture"):
+            continue
+        stats = []
+        for col in _site_columns():
+            stat = col["stat"]
+            text = metrics.format_value(stat, row.get(stat.column))
+            interval = metrics.format_interval(stat, row.get(stat.column_interval))
+            stats.append([stat.label, f"{text} {interval}".strip()])
+        stats.append(["KV cache", str(row.get("kv_label") or row.get("kv_cache") or "")])
+        stats.append(
+            ["items", f"{row.get('n_base')} × {row.get('n_phases') or row.get('modulus')}"]
+        )
+        entries[row["anchor"]] = {"label": label, "page": row["page"], "stats": stats,
+                                  "preliminary": bool(row.get("preliminary"))}  # fmt: skip
+    shown = {}
+    for key, result in (pairs or {}).items():
+        lines = []
+        for name in ("gap", "worst_phase_crossfit"):
+            stat, part = metrics.get(name), result[name]
+            diff = metrics.Statistic("d", "d", "pp")
+            lines.append(
+                {
+                    "label": stat.label + (f" ({stat.qualifier})" if stat.qualifier else ""),
+                    "before": metrics.format_value(stat, part["before"]),
+                    "after": metrics.format_value(stat, part["after"]),
+                    "difference": metrics.format_value(diff, part["difference"]),
+                    "ci": metrics.format_interval(diff, part["difference_ci"]),
+                    "p": metrics.format_value(
+                        metrics.get("p_value"), part["p_value"], result.get("n_perm")
+                    ),  # fmt: skip
+                }
+            )
+        shown[key] = {"n_base": result["n_base"], "lines": lines}
+    return {"entries": entries, "pairs": shown}
 
 
 def badge_path(board_slug: str, page: str | None = None) -> str:

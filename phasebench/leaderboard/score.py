@@ -186,18 +186,56 @@ def _length_note(task: str) -> str:
     return ""
 
 
-def _phase_matrix(frame: pd.DataFrame) -> tuple[list[Any], np.ndarray]:
-    """One row's paired units and accuracy phase matrix, on the axis its summary leads with."""
-    from phasebench.stats.paired import top_axis, unit_matrix
-
-    records = [
+def _records(frame: pd.DataFrame) -> list[ScoredRecord]:
+    """One row's scored records, as :func:`~phasebench.leaderboard.summaries.board_summary`
+    reads them (accuracy only: ranks and comparisons use no margin)."""
+    return [
         ScoredRecord(int(r.length), int(r.modulus), str(r.unit), int(r.phase), float(r.acc),
                      None, int(r.pad), None if getattr(r, "length_phase", None) is None
                      or r.length_phase != r.length_phase else int(r.length_phase))
         for r in frame.itertuples(index=False)
     ]  # fmt: skip
-    units, phases = top_axis(records)
-    return unit_matrix(units, phases, [r.acc for r in records], int(frame["modulus"].iloc[0]))
+
+
+def _phase_matrix(records: Sequence[ScoredRecord]) -> tuple[list[Any], np.ndarray]:
+    """One row's paired units and accuracy phase matrix, on the axis its summary leads with."""
+    from phasebench.stats.paired import top_axis, unit_matrix
+
+    units, phases = top_axis(list(records))
+    return unit_matrix(units, phases, [r.acc for r in records], records[0].modulus)
+
+
+#: A board compares every pair of its entries that are runs of one split, up to this many
+#: pairs (``phasebench report A B --diff`` for each, at build time); a board with more pairs
+#: is compared side by side only, and its compare page says so.
+COMPARE_MAX_PAIRS = 200
+
+
+def comparisons(
+    members: Sequence[Mapping[str, Any]],
+    runs: Mapping[int, tuple[list[ScoredRecord], str]],
+) -> dict[str, Any] | None:
+    """The paired differences of a board's entries that are runs of one split (the same
+    tokenizer, and the same base items at the same length and modulus, which validation
+    regenerated and matched to every logged doc), keyed ``"<anchor a>|<anchor b>"`` with
+    ``a`` before ``b`` in board order: :func:`phasebench.stats.compare_runs` of b minus a,
+    the computation ``phasebench report A B --diff`` makes. None when the board has more than
+    :data:`COMPARE_MAX_PAIRS` such pairs."""
+    from phasebench.stats import compare_runs
+
+    entries = [r for r in members if not r.get("fixture")]
+    pairs = []
+    for i, a in enumerate(entries):
+        for b in entries[i + 1 :]:
+            (ra, ta), (rb, tb) = runs[id(a)], runs[id(b)]
+            if ta == tb and {r.unit for r in ra} == {r.unit for r in rb}:
+                pairs.append((a, b))
+    if len(pairs) > COMPARE_MAX_PAIRS:
+        return None
+    return {
+        f"{a['anchor']}|{b['anchor']}": _clean(compare_runs(runs[id(a)][0], runs[id(b)][0]))
+        for a, b in pairs
+    }
 
 
 def _rank_intervals(
@@ -307,6 +345,7 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
     rows: list[dict[str, Any]] = []
     models: dict[str, Any] = {}
     matrices: dict[int, tuple[list[Any], np.ndarray]] = {}  # each row's units and phase matrix
+    runs: dict[int, tuple[list[ScoredRecord], str]] = {}  # its records and tokenizer
     for sub in sorted(outcome.accepted, key=lambda s: s.name):
         page = _page_name(sub)
         checked, mark = evidence(sub)
@@ -374,10 +413,13 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
             )
             if staged := (sub.provenance.get("staged") or {}).get(f"{task}@{int(length)}"):
                 rows[-1]["staged"] = staged  # recomputed by validation, never the submitter's
-            matrices[id(rows[-1])] = _phase_matrix(frame)
+            records = _records(frame)
+            matrices[id(rows[-1])] = _phase_matrix(records)
+            runs[id(rows[-1])] = (records, json.dumps(sub.meta["tokenizer"], sort_keys=True))
         models[page] = detail
     cleaned = [_clean(r) for r in rows]
     matrices = {id(c): matrices[id(r)] for r, c in zip(rows, cleaned, strict=True)}
+    runs = {id(c): runs[id(r)] for r, c in zip(rows, cleaned, strict=True)}
     rows = cleaned
     for board in sorted({r["board"] for r in rows}):
         members = [r for r in rows if r["board"] == board]
@@ -398,6 +440,10 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
     )
     for row in rows:
         row["anchor"] = _anchor(row)
+    compared = {
+        board: comparisons([r for r in rows if r["board"] == board], runs)
+        for board in sorted({r["board"] for r in rows})
+    }
     return {
         "phasebench_version": __version__,
         "method": {
@@ -421,6 +467,7 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
         "rows": rows,
         "findings": findings(rows),
         "settings": settings(rows),
+        "comparisons": compared,
         "reported": _reported_rows(reported) if reported is not None else [],
         "models": _clean(models),
         "rejections": outcome.report_json(),
