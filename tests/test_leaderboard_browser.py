@@ -167,7 +167,7 @@ def test_board_sorts_filters_and_keeps_its_state_in_the_url(server, site):
         assert places == [str(i) for i in range(1, len(places) + 1)]
         first = page.locator("#leaderboard tbody tr").first
         point = page.locator(f"#scatter .pt[data-i='{first.get_attribute('data-order')}'] text")
-        assert point.count() == 0 or point.inner_text() == "1"
+        assert point.count() == 0 or point.text_content() == "1"
         # each row is an anchor: its place links to it, and the link opens on that row
         anchor = first.get_attribute("id")
         assert first.locator(".place").get_attribute("href") == f"#{anchor}"

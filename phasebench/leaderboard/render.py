@@ -392,6 +392,8 @@ def render_site(
                     "bound": charts.margin_bound(sweeps) if sweeps else None,
                 }
             )
+        samples_page = samples_path(page)
+        has_samples = any(entry.get("samples") for entry in detail["boards"])
         write(
             page,
             "model.html.j2",
@@ -399,9 +401,13 @@ def render_site(
             label=identity(detail),
             items=items,
             details=(details or {}).get(page, []),
+            samples_page=Path(samples_page).name if has_samples else None,
             root="..",
             **common,
         )
+        if has_samples:
+            write(samples_page, "samples.html.j2", detail=detail, label=identity(detail),
+                  items=items, model_page=Path(page).name, root="..", **common)  # fmt: skip
     write("rejections.html", "rejections.html.j2", report=board["rejections"], root=".", **common)
     for name in ASSETS:
         source = resources.files("phasebench.leaderboard") / "templates" / name
@@ -449,6 +455,13 @@ def _compare_data(b: Mapping[str, Any], pairs: Mapping[str, Any] | None) -> dict
             )
         shown[key] = {"n_base": result["n_base"], "lines": lines}
     return {"entries": entries, "pairs": shown}
+
+
+def samples_path(page: str) -> str:
+    """An entry's details page (per-phase table and a few samples per phase), beside its
+    model page: ``models/<name>-samples.html``."""
+    path = Path(page)
+    return (path.parent / f"{path.stem}-samples.html").as_posix()
 
 
 def badge_path(board_slug: str, page: str | None = None) -> str:

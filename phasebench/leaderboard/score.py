@@ -374,9 +374,11 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
             axis = _board_axis(summary)
             phases = len(summary.get("phases") or summary.get("per_phase") or []) or modulus
             name = _board_key(task, int(length), modulus, axis, phases)
+            shown = (sub.excerpts or {}).get(f"{task}@{int(length)}") or []
             detail["boards"].append(
-                {"board": name, "task": task, "length": int(length), "summary": summary}
-            )
+                {"board": name, "task": task, "length": int(length), "summary": summary,
+                 "samples": shown}
+            )  # fmt: skip
             rows.append(
                 {
                     "board": name,
