@@ -8,7 +8,6 @@ import contextlib
 import functools
 import http.server
 import json
-import os
 import re
 import threading
 from pathlib import Path
@@ -482,7 +481,7 @@ def test_shipped_examples_site_in_chromium(tmp_path):
     kvpress boards tell their presses apart in the chart and the filter; the SmolLM2 GGUF page
     shows its profiles, links its per-sample logs and its badge, and gives a Reproduce command
     with the model's Hub id and no revision (the GGUF's hash is not a Hub commit).
-    PHASEBENCH_SCREENSHOTS=docs/img refreshes the pictures docs/leaderboard.md shows."""
+    The pictures docs/leaderboard.md shows come from benchmarks/screenshots.py."""
     site = tmp_path / "site"
     submissions = ROOT / "leaderboard" / "submissions"
     outcome = validate_all(submissions, cache=tmp_path / "cache")
@@ -502,7 +501,7 @@ def test_shipped_examples_site_in_chromium(tmp_path):
     assert fixture and all(r["fixture"] and r["rank_worst"] is None for r in fixture)
     kvpress = [r for r in board["rows"] if r["board"] == "phasebench_niah@1024/m8"]
     assert len(kvpress) == 7 and len({r["variant"] for r in kvpress}) == 7
-    target = Path(os.environ.get("PHASEBENCH_SCREENSHOTS") or tmp_path)
+    target = tmp_path
     shots = {name: target / f"leaderboard{name}.png" for name in ("", "-board", "-390", "-model")}
     with serve(site) as url, chromium() as browser:
         pages = _every_page(site, url, browser, built, axe_all=False)
