@@ -352,7 +352,7 @@ def test_on_a_phone_every_row_shows_worst_phase_average_and_gap(server, site):
         # a label read from the declared press, every parameter kept, nothing cut
         assert "SnapKV · ratio 0.25 · window 64 · kernel 5" in kv
         assert not any(LONG_KV in t or t.endswith("…") for t in kv)
-        page.locator("th.c-model", has_text="kvpress-snapkv").locator("a").click()
+        page.locator("th.c-model", has_text="kvpress-snapkv").locator("a:not(.place)").click()
         page.wait_for_load_state("networkidle")
         assert LONG_KV in page.locator("main").inner_text()  # whole on the model page
         _fits(page, 390)
@@ -468,7 +468,11 @@ def _every_page(site: Path, server: str, browser, built: str, axe_all: bool = Tr
 def test_every_page_fits_and_passes_axe(server, site):
     with chromium() as browser:
         pages = _every_page(site, server, browser, BUILT)
-    assert sum(p.startswith("models/") for p in pages) == 5
+    models = [p for p in pages if p.startswith("models/")]
+    # one page per entry, and beside it its samples page
+    assert sum(not p.endswith("-samples.html") for p in models) == 5
+    assert sum(p.endswith("-samples.html") for p in models) == 5
+    assert sum(p.startswith("compare/") for p in pages) == 1 and "methods.html" in pages
 
 
 @pytest.mark.slow
@@ -509,7 +513,9 @@ def test_shipped_examples_site_in_chromium(tmp_path):
         # (the kvpress stride sweep), niah@1024 m8 (the kvpress audit); one page per submission
         assert sum(p.startswith("boards/") for p in pages) == 8
         assert len(outcome.accepted) == len(list(submissions.glob("*/*/submission.yaml")))
-        assert sum(p.startswith("models/") for p in pages) == len(outcome.accepted)
+        entry_pages = [p for p in pages if p.startswith("models/")]
+        assert sum(not p.endswith("-samples.html") for p in entry_pages) == len(outcome.accepted)
+        assert sum(p.endswith("-samples.html") for p in entry_pages) == len(outcome.accepted)
         page = browser.new_page(viewport={"width": 1280, "height": 800})
         page.goto(f"{url}/index.html")
         index = page.locator("main").inner_text()
