@@ -174,3 +174,36 @@ def test_worst_above_average_is_explained(site, board):
     assert above, [(r["worst_phase_crossfit"], r["acc"]) for r in board["rows"]]
     page = (site / board_page(above[0]["board"])).read_text()
     assert 'class="above-mark" title="above the average' in page  # the mark and its tooltip
+
+
+def test_findings_periods_rank_intervals_and_comparisons_reach_the_pages(board, site):
+    """Score's findings, consistent periods, rank intervals and paired differences are in the
+    JSON, the CSV and on the pages that show them; the pages compute none of them."""
+    rows = [r for r in board["rows"] if r["board"] == "phasebench_kv@128/m8"]
+    sensitive = next(r for r in rows if r["variant"] == "kvpress-snapkv-r0.25")
+    assert sensitive["significant"] and sensitive["consistent_periods"]
+    assert sensitive["consistent_periods"][0] == sensitive["dominant_period"]
+    csv = pd.read_csv(site / "leaderboard.csv", dtype=str, keep_default_na=False)
+    assert "consistent_periods" in csv.columns
+    assert ";".join(map(str, sensitive["consistent_periods"])) in set(csv["consistent_periods"])
+    # the finding names the entry with the largest significant gap, first on the index
+    found = next(f for f in board["findings"] if f["board"] == sensitive["board"])
+    assert found["largest"]["anchor"] == sensitive["anchor"] and found["n_significant"] == 1
+    index = (site / "index.html").read_text()
+    lead = index[index.index('class="lead"') :]
+    assert lead.index(f"#{sensitive['anchor']}") < lead.index("</p>")
+    # rank intervals: every ranked row has one, holding its rank's neighbourhood
+    for row in rows:
+        lo, hi = row["rank_worst_interval"]
+        assert 1 <= lo <= hi <= len(rows)
+    page = (site / board_page(sensitive["board"])).read_text()
+    assert f'id="{sensitive["anchor"]}"' in page and "consistent with —" not in page
+    # one split, three entries: three pairs, each with compare_runs' keys, on the compare page
+    pairs = board["comparisons"][sensitive["board"]]
+    assert len(pairs) == 3
+    for key, result in pairs.items():
+        a, b = key.split("|")
+        assert {a, b} <= {r["anchor"] for r in rows}
+        assert set(result) >= {"n_base", "gap", "worst_phase_crossfit"}
+    compare = (site / "compare" / f"{Path(board_page(sensitive['board'])).stem}.html").read_text()
+    assert all(key in compare for key in pairs)
