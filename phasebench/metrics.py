@@ -352,7 +352,7 @@ BUILTIN: tuple[Statistic, ...] = (
     ),
     Statistic(
         "consistent_periods", "consistent periods", "tokens", shown_with="dominant_period",
-        symbol="consistent with", exported=False,
+        symbol="consistent with",
         help="every period the data are consistent with, the named one first: a second one "
         "is shown where the rule names another period at the stricter level 0.01, i.e. "
         "where the data do not decide between the two (docs/stats.md measures how often)",

@@ -8,7 +8,6 @@ import contextlib
 import functools
 import http.server
 import json
-import os
 import re
 import threading
 from pathlib import Path
@@ -18,7 +17,7 @@ from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import sync_playwright
 
 from phasebench import __version__
-from phasebench.leaderboard.render import board_page, build_site
+from phasebench.leaderboard.render import board_page, build_site, identity
 from phasebench.leaderboard.score import load_reported, score
 from phasebench.leaderboard.validate import validate_all
 from support.submissions import REVISION, TASKS, make_submission, split_rows
@@ -162,6 +161,15 @@ def test_board_sorts_filters_and_keeps_its_state_in_the_url(server, site):
         by_gap = _models(page)
         assert by_gap[0] == "acme/chunked-kv"
         assert "sort=gap" in page.url and "dir=desc" in page.url
+        # place numbers follow the sort, and so do the chart's numbers
+        places = page.locator("#leaderboard tbody tr .place").all_inner_texts()
+        assert places == [str(i) for i in range(1, len(places) + 1)]
+        first = page.locator("#leaderboard tbody tr").first
+        point = page.locator(f"#scatter .pt[data-i='{first.get_attribute('data-order')}'] text")
+        assert point.count() == 0 or point.text_content() == "1"
+        # each row is an anchor: its place links to it, and the link opens on that row
+        anchor = first.get_attribute("id")
+        assert first.locator(".place").get_attribute("href") == f"#{anchor}"
 
         page.fill("#text-filter", "pressed")
         assert len(_models(page)) == 2
@@ -212,9 +220,12 @@ def test_rank_mode_changes_heading_title_and_url(server, site):
         assert page.locator("h1").inner_text().endswith("ranked by average")
         assert "ranked by average" in page.title() and "rank=average" in page.url
         ranks = page.locator("#leaderboard tbody td.c-rank").evaluate_all(
-            "cells => cells.map(c => [c.textContent, c.dataset.average])"
+            "cells => cells.map(c => [c.querySelector('.rk').textContent, c.dataset.average,"
+            " (c.querySelector('.rki') || {}).textContent, c.dataset.averageRange])"
         )
-        assert all(text == average for text, average in ranks)
+        assert all(text == average for text, average, _, _ in ranks)
+        # the rank interval under each rank follows the mode too
+        assert all(shown == interval for _, _, shown, interval in ranks if shown is not None)
         fresh = browser.new_page()
         fresh.goto(page.url)
         assert fresh.locator("h1").inner_text().endswith("ranked by average")
@@ -235,14 +246,25 @@ def _label_boxes(page) -> tuple[dict, list[dict]]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("width", WIDTHS)
-def test_chart_comes_first_follows_the_filters_and_its_labels_never_collide(server, site, width):
+def test_rows_come_first_the_chart_follows_the_filters_and_its_labels_never_collide(
+    server, site, width
+):
     url = _board_url(server, site)
     with chromium() as browser:
         page = browser.new_page(viewport={"width": width, "height": 800})
         page.goto(url)
         chart = page.locator("#scatter").bounding_box()
         table = page.locator("#leaderboard").bounding_box()
-        assert chart["y"] < table["y"]  # what the average hides comes first
+        assert table["y"] < chart["y"]  # the rows first, the chart under them
+        if width == 1280:
+            first = page.locator("#leaderboard tbody tr").first.bounding_box()
+            assert first["y"] + first["height"] <= 800  # a row in the first screen
+        # each point draws its intervals and says whether its gap is significant
+        assert page.locator("#scatter .pt line.ci").count() >= 5
+        significant = page.locator("#leaderboard tbody tr").evaluate_all(
+            "rows => rows.filter(r => r.querySelector('td.s-gap .sig')).length"
+        )
+        assert page.locator("#scatter .pt circle.sig").count() == significant > 0
         points = page.locator("#scatter .pt")
         assert points.count() == 5
         titles = _titles(page)  # every point is named by model and variant
@@ -327,8 +349,10 @@ def test_on_a_phone_every_row_shows_worst_phase_average_and_gap(server, site):
                 assert heading.strip('"') in {"worst phase", "average", "gap"}  # its words
                 assert re.search(r"\d+\.\d(%| pp)", cell.inner_text())
         kv = page.locator("#leaderboard tbody td.c-kv").all_inner_texts()
-        assert not any(LONG_KV in t for t in kv) and any(t.endswith("…") for t in kv)
-        page.locator("th.c-model", has_text="kvpress-snapkv").locator("a").click()
+        # a label read from the declared press, every parameter kept, nothing cut
+        assert "SnapKV · ratio 0.25 · window 64 · kernel 5" in kv
+        assert not any(LONG_KV in t or t.endswith("…") for t in kv)
+        page.locator("th.c-model", has_text="kvpress-snapkv").locator("a:not(.place)").click()
         page.wait_for_load_state("networkidle")
         assert LONG_KV in page.locator("main").inner_text()  # whole on the model page
         _fits(page, 390)
@@ -444,7 +468,11 @@ def _every_page(site: Path, server: str, browser, built: str, axe_all: bool = Tr
 def test_every_page_fits_and_passes_axe(server, site):
     with chromium() as browser:
         pages = _every_page(site, server, browser, BUILT)
-    assert sum(p.startswith("models/") for p in pages) == 5
+    models = [p for p in pages if p.startswith("models/")]
+    # one page per entry, and beside it its samples page
+    assert sum(not p.endswith("-samples.html") for p in models) == 5
+    assert sum(p.endswith("-samples.html") for p in models) == 5
+    assert sum(p.startswith("compare/") for p in pages) == 1 and "methods.html" in pages
 
 
 @pytest.mark.slow
@@ -457,7 +485,7 @@ def test_shipped_examples_site_in_chromium(tmp_path):
     kvpress boards tell their presses apart in the chart and the filter; the SmolLM2 GGUF page
     shows its profiles, links its per-sample logs and its badge, and gives a Reproduce command
     with the model's Hub id and no revision (the GGUF's hash is not a Hub commit).
-    PHASEBENCH_SCREENSHOTS=docs/img refreshes the pictures docs/leaderboard.md shows."""
+    The pictures docs/leaderboard.md shows come from benchmarks/screenshots.py."""
     site = tmp_path / "site"
     submissions = ROOT / "leaderboard" / "submissions"
     outcome = validate_all(submissions, cache=tmp_path / "cache")
@@ -477,7 +505,7 @@ def test_shipped_examples_site_in_chromium(tmp_path):
     assert fixture and all(r["fixture"] and r["rank_worst"] is None for r in fixture)
     kvpress = [r for r in board["rows"] if r["board"] == "phasebench_niah@1024/m8"]
     assert len(kvpress) == 7 and len({r["variant"] for r in kvpress}) == 7
-    target = Path(os.environ.get("PHASEBENCH_SCREENSHOTS") or tmp_path)
+    target = tmp_path
     shots = {name: target / f"leaderboard{name}.png" for name in ("", "-board", "-390", "-model")}
     with serve(site) as url, chromium() as browser:
         pages = _every_page(site, url, browser, built, axe_all=False)
@@ -485,13 +513,34 @@ def test_shipped_examples_site_in_chromium(tmp_path):
         # (the kvpress stride sweep), niah@1024 m8 (the kvpress audit); one page per submission
         assert sum(p.startswith("boards/") for p in pages) == 8
         assert len(outcome.accepted) == len(list(submissions.glob("*/*/submission.yaml")))
-        assert sum(p.startswith("models/") for p in pages) == len(outcome.accepted)
-        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        entry_pages = [p for p in pages if p.startswith("models/")]
+        assert sum(not p.endswith("-samples.html") for p in entry_pages) == len(outcome.accepted)
+        assert sum(p.endswith("-samples.html") for p in entry_pages) == len(outcome.accepted)
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
         page.goto(f"{url}/index.html")
         index = page.locator("main").inner_text()
         assert "Leader:" not in index  # every shipped entry is preliminary or a fixture
         assert "Only test fixtures: nothing is ranked." in index
+        # the first screen names the entry with the largest significant gap
+        found = [r for r in board["rows"] if r.get("significant") and not r["fixture"]]
+        largest = max(found, key=lambda r: r["gap"])
+        lead = page.locator(".findings .lead")
+        box = lead.bounding_box()
+        assert box["y"] + box["height"] <= 800
+        assert identity(largest) in lead.inner_text()
+        assert f"{100 * largest['gap']:.1f} pp" in lead.inner_text()
         page.screenshot(path=str(shots[""]))
+        for name in sorted({r["board"] for r in board["rows"]}):
+            page.goto(f"{url}/{board_page(name)}")
+            # the board's first row is inside the first screen
+            first = page.locator("#leaderboard tbody tr").first.bounding_box()
+            assert first["y"] + first["height"] <= 800, name
+            # a significant period is named in its cell, never "consistent with —"
+            for row in (r for r in board["rows"] if r["board"] == name):
+                cell = page.locator(f"#{row['anchor']} td.s-dominant_period").inner_text()
+                assert "consistent with —" not in cell, (name, row["anchor"])
+                if row["dominant_period"] is not None:
+                    assert f"consistent with {row['consistent_periods'][0]}" in cell
         for modulus in (4, 8, 12):
             page.goto(f"{url}/{board_page(f'phasebench_niah@512/m{modulus}')}")
             facts = page.locator(".board-facts").inner_text()

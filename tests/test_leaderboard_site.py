@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from phasebench import __version__
+from phasebench.leaderboard.presses import describe_kv_cache
 from phasebench.leaderboard.render import board_page, build_site, identity
 from phasebench.leaderboard.score import load_reported, score
 from phasebench.leaderboard.validate import validate_all
@@ -92,10 +93,12 @@ def test_identity_names_the_variant_everywhere(board, site):
             'class="chart profile"' in html
             and f'<title id="profile-1-title">{identity(detail)}' in html
         )
-    # the long KV-cache text is shortened in the table, whole on the model page
+    # the table shows the label read from the declared KV cache, whole (never cut, no
+    # tooltip a phone cannot reach); the model page has the declared text
     long = next(r["kv_cache"] for r in board["rows"] if r.get("variant"))
     table = page[page.index('<table id="leaderboard"') :]
-    assert f">{long}<" not in table and f'title="{long}"' in table
+    assert f'title="{long}"' not in table and "…" not in table
+    assert f">{describe_kv_cache(long)['label']}<" in table
     # the filter names the whole of what differs
     assert f">{long}</option>" in page
 
@@ -171,3 +174,36 @@ def test_worst_above_average_is_explained(site, board):
     assert above, [(r["worst_phase_crossfit"], r["acc"]) for r in board["rows"]]
     page = (site / board_page(above[0]["board"])).read_text()
     assert 'class="above-mark" title="above the average' in page  # the mark and its tooltip
+
+
+def test_findings_periods_rank_intervals_and_comparisons_reach_the_pages(board, site):
+    """Score's findings, consistent periods, rank intervals and paired differences are in the
+    JSON, the CSV and on the pages that show them; the pages compute none of them."""
+    rows = [r for r in board["rows"] if r["board"] == "phasebench_kv@128/m8"]
+    sensitive = next(r for r in rows if r["variant"] == "kvpress-snapkv-r0.25")
+    assert sensitive["significant"] and sensitive["consistent_periods"]
+    assert sensitive["consistent_periods"][0] == sensitive["dominant_period"]
+    csv = pd.read_csv(site / "leaderboard.csv", dtype=str, keep_default_na=False)
+    assert "consistent_periods" in csv.columns
+    assert ";".join(map(str, sensitive["consistent_periods"])) in set(csv["consistent_periods"])
+    # the finding names the entry with the largest significant gap, first on the index
+    found = next(f for f in board["findings"] if f["board"] == sensitive["board"])
+    assert found["largest"]["anchor"] == sensitive["anchor"] and found["n_significant"] == 1
+    index = (site / "index.html").read_text()
+    lead = index[index.index('class="lead"') :]
+    assert lead.index(f"#{sensitive['anchor']}") < lead.index("</p>")
+    # rank intervals: every ranked row has one, holding its rank's neighbourhood
+    for row in rows:
+        lo, hi = row["rank_worst_interval"]
+        assert 1 <= lo <= hi <= len(rows)
+    page = (site / board_page(sensitive["board"])).read_text()
+    assert f'id="{sensitive["anchor"]}"' in page and "consistent with —" not in page
+    # one split, three entries: three pairs, each with compare_runs' keys, on the compare page
+    pairs = board["comparisons"][sensitive["board"]]
+    assert len(pairs) == 3
+    for key, result in pairs.items():
+        a, b = key.split("|")
+        assert {a, b} <= {r["anchor"] for r in rows}
+        assert set(result) >= {"n_base", "gap", "worst_phase_crossfit"}
+    compare = (site / "compare" / f"{Path(board_page(sensitive['board'])).stem}.html").read_text()
+    assert all(key in compare for key in pairs)

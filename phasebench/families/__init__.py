@@ -113,7 +113,8 @@ class Family:
     ``no_phase_axes``: None where the length-phase axis and phase subsets apply, else why they
     do not (said when a spec asks for them); ``takes_haystack``: a ``--haystack`` text applies;
     ``hub_task_category``, ``hub_task_id``, ``hub_tag`` and ``languages``: its data card's task
-    category, task id, tag and languages.
+    category, task id, tag and languages. ``length_note``: what a config's ``length`` means
+    where it is not the prompt's token count (the leaderboard says it beside the board's name).
     """
 
     name: str
@@ -139,6 +140,7 @@ class Family:
     hub_task_id: str | None = None
     hub_tag: str = ""
     languages: tuple[str, ...] = ("en",)
+    length_note: str = ""
 
     @property
     def task(self) -> str:

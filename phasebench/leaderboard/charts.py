@@ -140,8 +140,10 @@ def scatter_svg(
     rows: Sequence[Mapping[str, Any]], labels: Sequence[str], id: str, title: str
 ) -> Markup:
     """Average (x) against cross-fitted worst phase (y) for one board, one point per row in the
-    board's order (``data-i`` is the row's place, which the page's script uses to follow the
-    table). A point carries its place in the table as a number (the first :data:`NUMBERED`),
+    board's order, each with its two 95% intervals as bars; a point is filled red where the
+    gap is significant and hollow where the entry is preliminary (or a test fixture)
+    (``data-i`` is the row's place, which the page's script uses to follow the table). A
+    point carries its place in the table as a number (the first :data:`NUMBERED`),
     placed so that no two labels overlap and none leaves the plot; its tooltip names model
     and variant with both numbers."""
     f = Frame(360, 300, left=46, right=10, top=10, bottom=40)
@@ -166,10 +168,22 @@ def scatter_svg(
                 f'<text x="{spot[0]}" y="{spot[1]}" text-anchor="{spot[2]}" aria-hidden="true">'
                 f"{index + 1}</text>"
             )
+        bars = ""
+        w_lo, w_hi = row.get("worst_phase_crossfit_ci") or (None, None)
+        a_lo, a_hi = row.get("acc_ci") or (None, None)
+        if w_lo is not None and w_hi is not None:
+            bars += f'<line class="ci" x1="{x}" x2="{x}" y1="{f.y(w_lo)}" y2="{f.y(w_hi)}"/>'
+        if a_lo is not None and a_hi is not None:
+            bars += f'<line class="ci" x1="{f.x(a_lo)}" x2="{f.x(a_hi)}" y1="{y}" y2="{y}"/>'
+        kind = ("sig" if row.get("significant") else "flat") + (
+            " pre" if row.get("preliminary") or row.get("fixture") else ""
+        )
+        marks = ", significant gap" if row.get("significant") else ""
+        marks += ", preliminary" if row.get("preliminary") and not row.get("fixture") else ""
         out.append(
-            f'<g class="pt{" hl" if index < LABELLED else ""}" data-i="{index}">'
-            f'<circle cx="{x}" cy="{y}" r="4"><title>{index + 1}. {name}: average {_pct(acc)}, '
-            f"worst phase {_pct(worst)}</title></circle>{text}</g>"
+            f'<g class="pt{" hl" if index < LABELLED else ""}" data-i="{index}">{bars}'
+            f'<circle class="{kind}" cx="{x}" cy="{y}" r="4"><title>{index + 1}. {name}: '
+            f"average {_pct(acc)}, worst phase {_pct(worst)}{marks}</title></circle>{text}</g>"
         )
     out.append("</svg>")
     return Markup("".join(out))
@@ -283,3 +297,44 @@ def badge_svg(label: str, value: str, title: str, *, warn: bool = False) -> str:
         f'<text x="6" y="14">{escape(label)}</text>'
         f'<text x="{left + 6}" y="14">{escape(value)}</text></g></svg>\n'
     )
+
+
+def settings_svg(series: Mapping[str, Any], id: str, title: str) -> Markup:
+    """One method across its settings: gap (y, 0-100 pp) with its 95% interval against the
+    varied parameter (x, its values evenly spaced in order), one point per entry, entries at
+    one value side by side; filled red where the gap is significant, hollow where the entry is
+    preliminary, as on the board's chart. Each point's tooltip names its board and variant."""
+    f = Frame(420, 240, left=46, right=12, top=10, bottom=40)
+    values = list(series["values"])
+    span = f.width - f.left - f.right
+    step = span / len(values)
+    xs = {v: f.left + step * (i + 0.5) for i, v in enumerate(values)}
+    ticks = [(round(xs[v], 1), escape(str(v))) for v in values]
+    out = [_open("settings", id, f.width, f.height, title)]
+    out.append(_axes(f, str(series["axis"]).replace("_", " "), "gap (pp)", ticks))
+    gap = metrics.get("gap")
+    at: dict[Any, list[Mapping[str, Any]]] = {}
+    for point in series["points"]:
+        at.setdefault(point["value"], []).append(point)
+    for value, points in at.items():
+        width = min(step * 0.7, 14 * len(points))
+        for k, point in enumerate(points):
+            x = round(xs[value] + (k + 0.5) * width / len(points) - width / 2, 1)
+            y = f.y(point["gap"])
+            lo, hi = point.get("gap_ci") or (None, None)
+            bar = (
+                f'<line class="ci" x1="{x}" x2="{x}" y1="{f.y(lo)}" y2="{f.y(hi)}"/>'
+                if lo is not None and hi is not None
+                else ""
+            )
+            kind = ("sig" if point.get("significant") else "flat") + (
+                " pre" if point.get("preliminary") else ""
+            )
+            name = escape(f"{point['board']} · {point.get('variant') or ''}")
+            shown = metrics.format_value(gap, point["gap"])
+            out.append(
+                f'<g class="pt">{bar}<circle class="{kind}" cx="{x}" cy="{y}" r="4"><title>'
+                f"{escape(str(value))}: {name}: gap {shown}</title></circle></g>"
+            )
+    out.append("</svg>")
+    return Markup("".join(out))

@@ -15,6 +15,7 @@ import pandas as pd
 from phasebench.errors import MachineError, PhasebenchError, SamplesError
 from phasebench.families import paired_unit
 from phasebench.leaderboard.collect import RawSubmission, Refused
+from phasebench.leaderboard.excerpts import Collector
 from phasebench.leaderboard.regenerate import Regenerator
 from phasebench.leaderboard.staged import check_prefix, doc_limit, replay
 from phasebench.lmeval.compat import DEFAULT_MAX_GEN_TOKS, doc_hash, hash_string
@@ -213,12 +214,13 @@ def check_task(
     results: dict,
     regen: Regenerator,
     tok: Any,
-) -> tuple[pd.DataFrame, int, dict[str, Any] | None]:
+) -> tuple[pd.DataFrame, int, dict[str, Any] | None, str | None, dict[str, list]]:
     """All per-task rules; returns the scored samples (one row per sample: its scored record
     with task, family and n_base), the longest sequence the run needed, for a staged run
     (``--limit`` at a look of the design) the board's mark recomputed from the samples
-    (:mod:`phasebench.leaderboard.staged`), else None, and what the server's witness says of
-    the samples (:func:`_witness`)."""
+    (:mod:`phasebench.leaderboard.staged`), else None, what the server's witness says of
+    the samples (:func:`_witness`), and a few samples per phase of each length for the
+    details page (:mod:`phasebench.leaderboard.excerpts`, keyed ``task@length``)."""
     if task not in raw.samples:
         raise Refused("files", raw.name, f"no samples_{task}_*.jsonl for task {task}")
     path, records = raw.samples[task]
@@ -242,6 +244,7 @@ def check_task(
                       "the full split (a staged run has one length)")  # fmt: skip
     context = _TaskContext(raw, task, path, config, tok)
     rows_out: list[dict[str, Any]] = []
+    excerpts: dict[str, Collector] = {}
     scored: list[dict[str, Any]] = []
     base_ids: list[int] = []
     staged = None
@@ -256,6 +259,7 @@ def check_task(
                 "count", path, f"{task} length {length}: the samples name no complete split ({exc})"
             ) from None
         offset = context.derive_offset(expected.values())
+        collector = excerpts[f"{task}@{int(length)}"] = Collector()
         seen: set[str] = set()
         # a "prefix_cache": "repeat" run logs every prompt twice: its cold read (scored like any
         # sample) and its warm read, checked against the same row and kept beside the cold one
@@ -279,6 +283,7 @@ def check_task(
                 continue
             seen.add(docs[i]["id"])
             cold_at[docs[i]["id"]] = len(rows_out)
+            collector.add(records[i], full, metrics["acc"])
             scored.append(metrics)
             rows_out.append(
                 {
@@ -321,7 +326,7 @@ def check_task(
     frame = pd.DataFrame(rows_out)
     witness = _witness(task, path, scored)
     _check_aggregates(task, results_path, results, frame, scored)
-    return frame, context.longest, staged, witness
+    return frame, context.longest, staged, witness, {k: c.result() for k, c in excerpts.items()}
 
 
 #: What the server's witness says of a task's samples (:func:`_witness`), and of a submission.

@@ -29,7 +29,7 @@ from phasebench.atomic import atomic_copy, atomic_write_text, check_replaceable,
 from phasebench.errors import OutputError
 from phasebench.leaderboard import charts
 
-ASSETS = ("leaderboard.js", "style.css")
+ASSETS = ("leaderboard.js", "compare.js", "style.css")
 #: Pages rendered from the method and the rules alone (no rows).
 STATIC_PAGES = ("about.html", "submit.html")
 #: The file that marks a folder as a phasebench site: ``build_site`` replaces only such a folder
@@ -57,6 +57,7 @@ def environment() -> jinja2.Environment:
     env.filters["key"] = _key
     env.filters["serving"] = lambda s: _serving(s) if s else ""
     env.filters["short"] = _short
+    env.filters["places"] = _places
     env.filters["heat"] = charts.heat_class
     env.filters["labelled"] = lambda row: (row, identity(row))
     return env
@@ -151,6 +152,15 @@ def _serving(serving: Any) -> str:
     if isinstance(serving, Mapping):
         return " ".join(str(serving[k]) for k in ("engine", "version") if serving.get(k))
     return str(serving)
+
+
+def _places(interval: Sequence[int] | None) -> str:
+    """A rank interval as a cell writes it: ``2–5``, ``1`` when both ends agree, empty for
+    none."""
+    if not interval:
+        return ""
+    lo, hi = interval
+    return str(lo) if lo == hi else f"{lo}–{hi}"
 
 
 def _short(text: Any, limit: int = KV_SHORT) -> str:
@@ -284,6 +294,7 @@ def render_site(
                 "modulus": first.get("modulus"),
                 "phases": first.get("n_phases") or first.get("modulus"),
                 "axis": first.get("axis") or "needle",
+                "length_note": first.get("length_note") or "",
                 "rows": members,
                 "labels": labels,
                 "ranked": ranked,
@@ -307,6 +318,9 @@ def render_site(
                 ),
             }
         )
+    by_name = {b["name"]: b for b in boards}
+    found = board.get("findings") or []
+    findings = [{**f, "b": by_name[f["board"]]} for f in found if f["board"] in by_name]
     common = {
         "method": board.get("method") or {},
         "columns": _site_columns(),
@@ -317,7 +331,10 @@ def render_site(
         "index.html",
         "index.html.j2",
         board=board,
-        boards=boards,
+        # boards with findings first, in the order score gave them
+        boards=[f["b"] for f in findings]
+        + [b for b in boards if b["name"] not in {f["board"] for f in findings}],
+        findings=findings,
         root=".",
         bibtex=_study_bibtex(),
         **common,
@@ -336,6 +353,19 @@ def render_site(
         )
     for b in boards:
         written.extend(_write_badges(out, b))
+    compared = board.get("comparisons") or {}
+    for b in boards:
+        if len(b["ranked"]) >= 2:
+            write(f"compare/{b['slug']}.html", "compare.html.j2", b=b,
+                  data=_compare_data(b, compared.get(b["name"])),
+                  paired=compared.get(b["name"]) is not None, root="..", **common)  # fmt: skip
+    series = []
+    for n, item in enumerate(board.get("settings") or [], start=1):
+        title = f"{item['model']}, {item['method']}: gap against {item['axis']}"
+        points = [{**p, "board_slug": _slug(p["board"])} for p in item["points"]]
+        series.append({**item, "points": points,
+                       "chart": charts.settings_svg(item, f"settings-{n}", title)})  # fmt: skip
+    write("methods.html", "methods.html.j2", series=series, root=".", **common)
     write("reported.html", "reported.html.j2", rows=board.get("reported", []), root=".", **common)
     for name in STATIC_PAGES:
         write(name, f"{name}.j2", root=".", bibtex=_study_bibtex(), **common)
@@ -362,6 +392,8 @@ def render_site(
                     "bound": charts.margin_bound(sweeps) if sweeps else None,
                 }
             )
+        samples_page = samples_path(page)
+        has_samples = any(entry.get("samples") for entry in detail["boards"])
         write(
             page,
             "model.html.j2",
@@ -369,14 +401,67 @@ def render_site(
             label=identity(detail),
             items=items,
             details=(details or {}).get(page, []),
+            samples_page=Path(samples_page).name if has_samples else None,
             root="..",
             **common,
         )
+        if has_samples:
+            write(samples_page, "samples.html.j2", detail=detail, label=identity(detail),
+                  items=items, model_page=Path(page).name, root="..", **common)  # fmt: skip
     write("rejections.html", "rejections.html.j2", report=board["rejections"], root=".", **common)
     for name in ASSETS:
         source = resources.files("phasebench.leaderboard") / "templates" / name
         written.append(atomic_write_text(out / "assets" / name, source.read_text("utf-8")))
     return written
+
+
+def _compare_data(b: Mapping[str, Any], pairs: Mapping[str, Any] | None) -> dict[str, Any]:
+    """What the compare page's script shows, every value already written as text: each ranked
+    entry's label, page and statistics (the board's columns), and each pair's paired
+    difference as score computed it (``b`` minus ``a``, a before b in board order)."""
+    entries = {}
+    for row, label in zip(b["rows"], b["labels"], strict=True):
+        if row.get("fixture"):
+            continue
+        stats = []
+        for col in _site_columns():
+            stat = col["stat"]
+            text = metrics.format_value(stat, row.get(stat.column))
+            interval = metrics.format_interval(stat, row.get(stat.column_interval))
+            stats.append([stat.label, f"{text} {interval}".strip()])
+        stats.append(["KV cache", str(row.get("kv_label") or row.get("kv_cache") or "")])
+        stats.append(
+            ["items", f"{row.get('n_base')} × {row.get('n_phases') or row.get('modulus')}"]
+        )
+        entries[row["anchor"]] = {"label": label, "page": row["page"], "stats": stats,
+                                  "preliminary": bool(row.get("preliminary"))}  # fmt: skip
+    shown = {}
+    for key, result in (pairs or {}).items():
+        lines = []
+        for name in ("gap", "worst_phase_crossfit"):
+            stat, part = metrics.get(name), result[name]
+            diff = metrics.Statistic("d", "d", "pp")
+            lines.append(
+                {
+                    "label": stat.label + (f" ({stat.qualifier})" if stat.qualifier else ""),
+                    "before": metrics.format_value(stat, part["before"]),
+                    "after": metrics.format_value(stat, part["after"]),
+                    "difference": metrics.format_value(diff, part["difference"]),
+                    "ci": metrics.format_interval(diff, part["difference_ci"]),
+                    "p": metrics.format_value(
+                        metrics.get("p_value"), part["p_value"], result.get("n_perm")
+                    ),  # fmt: skip
+                }
+            )
+        shown[key] = {"n_base": result["n_base"], "lines": lines}
+    return {"entries": entries, "pairs": shown}
+
+
+def samples_path(page: str) -> str:
+    """An entry's details page (per-phase table and a few samples per phase), beside its
+    model page: ``models/<name>-samples.html``."""
+    path = Path(page)
+    return (path.parent / f"{path.stem}-samples.html").as_posix()
 
 
 def badge_path(board_slug: str, page: str | None = None) -> str:

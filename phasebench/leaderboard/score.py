@@ -38,8 +38,10 @@ from phasebench._version import __version__
 from phasebench.atomic import atomic_file, atomic_write_text, make_folder
 from phasebench.leaderboard import staged as _staged
 from phasebench.leaderboard.checks import WITNESSED
+from phasebench.leaderboard.presses import SETTING_AXES, describe_kv_cache
 from phasebench.leaderboard.summaries import board_summary
 from phasebench.leaderboard.validate import Outcome, Submission
+from phasebench.samples import ScoredRecord
 
 REPORTED_NOTE = "reported, not reproduced"
 #: ``evidence`` of a row, and what the site says about it.
@@ -155,10 +157,196 @@ def _rank(rows: Sequence[dict], ci_key: str) -> list[int | None]:
     return ranks
 
 
+RANK_INTERVAL_NOTE = (
+    "the central 95% range of the places an entry takes over paired bootstrap resamples of the "
+    "base items (one resample drives every entry of a board; 1 + the number of entries above "
+    "it in that resample)"
+)
+
+
+def _kv_fields(kv_cache: str | None) -> dict[str, Any]:
+    """A row's KV-cache label (whole, for tables), method and parameters, read from the
+    declared text (:func:`~phasebench.leaderboard.presses.describe_kv_cache`)."""
+    described = describe_kv_cache(kv_cache)
+    return {
+        "kv_label": described["label"],
+        "kv_method": described["method"],
+        "kv_parameters": described["parameters"],
+    }
+
+
+def _length_note(task: str) -> str:
+    """What the board's length means, where its family says it is not the prompt's token
+    count (the code family's 0), else empty."""
+    from phasebench.families import get_family, names
+
+    for name in names():
+        family = get_family(name)
+        if family.task == task:
+            return family.length_note
+    return ""
+
+
+def _records(frame: pd.DataFrame) -> list[ScoredRecord]:
+    """One row's scored records, as :func:`~phasebench.leaderboard.summaries.board_summary`
+    reads them (accuracy only: ranks and comparisons use no margin)."""
+    return [
+        ScoredRecord(int(r.length), int(r.modulus), str(r.unit), int(r.phase), float(r.acc),
+                     None, int(r.pad), None if getattr(r, "length_phase", None) is None
+                     or r.length_phase != r.length_phase else int(r.length_phase))
+        for r in frame.itertuples(index=False)
+    ]  # fmt: skip
+
+
+def _phase_matrix(records: Sequence[ScoredRecord]) -> tuple[list[Any], np.ndarray]:
+    """One row's paired units and accuracy phase matrix, on the axis its summary leads with."""
+    from phasebench.stats.paired import top_axis, unit_matrix
+
+    units, phases = top_axis(list(records))
+    return unit_matrix(units, phases, [r.acc for r in records], records[0].modulus)
+
+
+#: A board compares every pair of its entries that are runs of one split, up to this many
+#: pairs (``phasebench report A B --diff`` for each, at build time); a board with more pairs
+#: is compared side by side only, and its compare page says so.
+COMPARE_MAX_PAIRS = 200
+
+
+def comparisons(
+    members: Sequence[Mapping[str, Any]],
+    runs: Mapping[int, tuple[list[ScoredRecord], str]],
+) -> dict[str, Any] | None:
+    """The paired differences of a board's entries that are runs of one split (the same
+    tokenizer, and the same base items at the same length and modulus, which validation
+    regenerated and matched to every logged doc), keyed ``"<anchor a>|<anchor b>"`` with
+    ``a`` before ``b`` in board order: :func:`phasebench.stats.compare_runs` of b minus a,
+    the computation ``phasebench report A B --diff`` makes. None when the board has more than
+    :data:`COMPARE_MAX_PAIRS` such pairs."""
+    from phasebench.stats import compare_runs
+
+    entries = [r for r in members if not r.get("fixture")]
+    pairs = []
+    for i, a in enumerate(entries):
+        for b in entries[i + 1 :]:
+            (ra, ta), (rb, tb) = runs[id(a)], runs[id(b)]
+            if ta == tb and {r.unit for r in ra} == {r.unit for r in rb}:
+                pairs.append((a, b))
+    if len(pairs) > COMPARE_MAX_PAIRS:
+        return None
+    return {
+        f"{a['anchor']}|{b['anchor']}": _clean(compare_runs(runs[id(a)][0], runs[id(b)][0]))
+        for a, b in pairs
+    }
+
+
+def _rank_intervals(
+    members: Sequence[dict[str, Any]], matrices: Mapping[int, tuple[list[Any], np.ndarray]]
+) -> None:
+    """Each ranked row's ``rank_worst_interval`` and ``rank_average_interval``
+    (:func:`phasebench.stats.ranks.rank_intervals`); fixtures take no place (None)."""
+    from phasebench.stats.ranks import rank_intervals
+
+    ranked = [r for r in members if not r.get("fixture")]
+    for key, statistic in (("rank_worst_interval", "worst_phase_crossfit"),
+                           ("rank_average_interval", "acc")):  # fmt: skip
+        for row in members:
+            row[key] = None
+        intervals = rank_intervals([matrices[id(r)] for r in ranked], statistic,
+                                   n_boot=metrics.N_BOOT, seed=metrics.SEED)  # fmt: skip
+        for row, interval in zip(ranked, intervals, strict=True):
+            row[key] = list(interval) if interval is not None else None
+
+
+def _anchor(row: Mapping[str, Any]) -> str:
+    """The row's permalink id on its board page: its model page's name (one per entry)."""
+    return "e-" + Path(str(row["page"])).stem
+
+
+def _finding_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    keys = ("model", "variant", "page", "anchor", "kv_label", "gap", "gap_ci", "p_value",
+            "dominant_period", "consistent_periods", "worst_phase_crossfit", "acc",
+            "preliminary", "n_base")  # fmt: skip
+    return {k: row.get(k) for k in keys}
+
+
+def findings(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """What each board found, boards with a significant gap first (largest gap first), then
+    the others in board order: the number of ranked entries and of those with a significant
+    gap, the entry with the largest significant gap, and, beside it, a control (the ranked
+    entry without a significant gap whose gap is smallest), each with the numbers the site
+    shows. Selection among rows only; every number is the row's own."""
+    out = []
+    for board in sorted({r["board"] for r in rows}):
+        members = [r for r in rows if r["board"] == board]
+        ranked = [r for r in members if not r.get("fixture")]
+        significant = [r for r in ranked if r.get("significant")]
+        flat = [r for r in ranked if not r.get("significant")]
+        largest = max(significant, key=lambda r: r.get("gap") or 0.0, default=None)
+        control = min(flat, key=lambda r: (r.get("gap") or 0.0, -(r.get("acc") or 0.0)),
+                      default=None)  # fmt: skip
+        out.append(
+            {
+                "board": board,
+                "n_entries": len(members),
+                "n_ranked": len(ranked),
+                "n_significant": len(significant),
+                "n_preliminary": sum(bool(r.get("preliminary")) for r in ranked),
+                "largest": _finding_row(largest) if largest else None,
+                "control": _finding_row(control) if control and significant else None,
+            }
+        )
+    out.sort(key=lambda f: (f["largest"] is None, -((f["largest"] or {}).get("gap") or 0.0)))
+    return out
+
+
+def settings(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Methods across settings: for each model, task and KV-cache method whose ranked entries
+    differ in one of the method's :data:`~phasebench.leaderboard.presses.SETTING_AXES` (chunk
+    length, block size, compression ratio) with the other parameters fixed, one series: the
+    parameter's values in order and, at each, every entry (on whichever board) with its gap,
+    interval, p-value and marks. Selection among rows only; every number is the row's own."""
+    groups: dict[tuple, list[Mapping[str, Any]]] = {}
+    for row in rows:
+        params = row.get("kv_parameters") or {}
+        if row.get("fixture") or row.get("gap") is None:
+            continue
+        for axis in SETTING_AXES:
+            if axis not in params:
+                continue
+            fixed = tuple(sorted((k, str(v)) for k, v in params.items() if k != axis))
+            key = (row["model"], row["task"], row["kv_method"], axis, fixed)
+            groups.setdefault(key, []).append(row)
+    out = []
+    for (model, task, method, axis, fixed), members in sorted(groups.items(), key=str):
+        values = sorted({r["kv_parameters"][axis] for r in members})
+        if len(values) < 2:
+            continue
+        keys = ("board", "variant", "page", "anchor", "length", "modulus", "n_base", "gap",
+                "gap_ci", "p_value", "significant", "preliminary", "dominant_period")  # fmt: skip
+        points = sorted(
+            ({"value": r["kv_parameters"][axis], **{k: r.get(k) for k in keys}} for r in members),
+            key=lambda p: (p["value"], p["board"], p["variant"] or ""),
+        )
+        out.append(
+            {
+                "model": model,
+                "task": task,
+                "method": method,
+                "axis": axis,
+                "fixed": dict(fixed),
+                "values": values,
+                "points": points,
+            }
+        )
+    return out
+
+
 def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The whole leaderboard as one JSON-ready dict (rows, per-model detail, rejections)."""
     rows: list[dict[str, Any]] = []
     models: dict[str, Any] = {}
+    matrices: dict[int, tuple[list[Any], np.ndarray]] = {}  # each row's units and phase matrix
+    runs: dict[int, tuple[list[ScoredRecord], str]] = {}  # its records and tokenizer
     for sub in sorted(outcome.accepted, key=lambda s: s.name):
         page = _page_name(sub)
         checked, mark = evidence(sub)
@@ -190,9 +378,11 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
             axis = _board_axis(summary)
             phases = len(summary.get("phases") or summary.get("per_phase") or []) or modulus
             name = _board_key(task, int(length), modulus, axis, phases)
+            shown = (sub.excerpts or {}).get(f"{task}@{int(length)}") or []
             detail["boards"].append(
-                {"board": name, "task": task, "length": int(length), "summary": summary}
-            )
+                {"board": name, "task": task, "length": int(length), "summary": summary,
+                 "samples": shown}
+            )  # fmt: skip
             rows.append(
                 {
                     "board": name,
@@ -209,6 +399,8 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
                     "precision": sub.meta["precision"],
                     "backend": sub.meta["backend"],
                     "kv_cache": sub.meta["kv_cache"],
+                    **_kv_fields(sub.meta["kv_cache"]),
+                    "length_note": _length_note(task),
                     "serving": _serving_label(sub.meta.get("serving")),
                     "serving_witness": detail["serving_witness"],
                     "chat_template": bool(sub.meta["chat_template"]),
@@ -227,14 +419,21 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
             )
             if stop:
                 rows[-1]["staged"] = stop  # recomputed by validation, never the submitter's
+            records = _records(frame)
+            matrices[id(rows[-1])] = _phase_matrix(records)
+            runs[id(rows[-1])] = (records, json.dumps(sub.meta["tokenizer"], sort_keys=True))
         models[page] = detail
-    rows = [_clean(r) for r in rows]
+    cleaned = [_clean(r) for r in rows]
+    matrices = {id(c): matrices[id(r)] for r, c in zip(rows, cleaned, strict=True)}
+    runs = {id(c): runs[id(r)] for r, c in zip(rows, cleaned, strict=True)}
+    rows = cleaned
     for board in sorted({r["board"] for r in rows}):
         members = [r for r in rows if r["board"] == board]
         for row, rank in zip(members, _rank(members, "worst_phase_crossfit_ci"), strict=True):
             row["rank_worst"] = rank
         for row, rank in zip(members, _rank(members, "acc_ci"), strict=True):
             row["rank_average"] = rank
+        _rank_intervals(members, matrices)
     rows.sort(
         key=lambda r: (
             r["board"],
@@ -245,6 +444,12 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
             r["variant"] or "",
         )
     )
+    for row in rows:
+        row["anchor"] = _anchor(row)
+    compared = {
+        board: comparisons([r for r in rows if r["board"] == board], runs)
+        for board in sorted({r["board"] for r in rows})
+    }
     return {
         "phasebench_version": __version__,
         "method": {
@@ -254,6 +459,7 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
             "alpha": metrics.ALPHA,
             "rank": "1 + number of models whose interval lower bound is above this model's "
             "upper bound (cross-fitted worst phase by default, average as a toggle)",
+            "rank_interval": RANK_INTERVAL_NOTE,
             "rank_reason": "the plain worst phase is the minimum of noisy per-phase means and "
             "is biased low, more so with fewer base items; the cross-fitted worst phase (chosen "
             "on half the items, measured on the other half) is measured by simulation to be "
@@ -265,6 +471,9 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
             "in any of these are never ranked together",
         },
         "rows": rows,
+        "findings": findings(rows),
+        "settings": settings(rows),
+        "comparisons": compared,
         "reported": _reported_rows(reported) if reported is not None else [],
         "models": _clean(models),
         "rejections": outcome.report_json(),
@@ -415,7 +624,10 @@ FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 def _spreadsheet_safe(value: Any) -> Any:
     """``value`` for a CSV cell: text a spreadsheet would run as a formula gets a leading
-    ``'`` (numbers stay numbers)."""
+    ``'`` (numbers stay numbers); a list (the consistent periods) is its items joined by
+    ``;`` (``12;6``; empty for none)."""
+    if isinstance(value, list | tuple | np.ndarray):
+        return ";".join(str(v) for v in value)
     if isinstance(value, str) and value.startswith(FORMULA_START):
         return "'" + value
     return value

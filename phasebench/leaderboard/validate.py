@@ -102,6 +102,9 @@ class Submission:
     #: :func:`~phasebench.leaderboard.summaries.board_summaries` computes them, when the validating
     #: process computed them (in parallel, and kept with the answer), else None.
     summaries: dict[str, Any] | None = None
+    #: A few samples per phase of each board (``task@length``), for its details page
+    #: (:mod:`~phasebench.leaderboard.excerpts`); None where validation kept none.
+    excerpts: dict[str, list[dict[str, Any]]] | None = None
 
     @property
     def duplicate_key(self) -> tuple:
@@ -122,6 +125,7 @@ class Submission:
             "task_versions": self.task_versions,
             "recorded": self.recorded,
             "reproduced": self.reproduced,
+            "excerpts": self.excerpts,
             # JSON text of its own: the statistics keep NaN (the answer itself may not)
             "summaries": None
             if self.summaries is None
@@ -134,7 +138,7 @@ class Submission:
         fields = {k: data[k] for k in ("name", "meta", "provenance", "task_versions")}
         summaries = data.get("summaries")
         return cls(**fields, samples=frame, recorded=data.get("recorded"),
-                   reproduced=data.get("reproduced"),
+                   reproduced=data.get("reproduced"), excerpts=data.get("excerpts"),
                    summaries=json.loads(summaries) if summaries is not None else None)  # fmt: skip
 
 
@@ -191,9 +195,10 @@ def validate_submission(
         raise
     except PhasebenchError as exc:
         raise Refused("tokenizer", raw.folder / "submission.yaml", f"cannot load: {exc}") from None
-    frames, longest, staged, witnesses = [], 0, {}, {}
+    frames, longest, staged, witnesses, excerpts = [], 0, {}, {}, {}
     for task, (path, results) in sorted(found.items()):
-        frame, need, mark, witnesses[task] = check_task(raw, task, path, results, regen, tok)
+        frame, need, mark, witnesses[task], shown = check_task(raw, task, path, results, regen, tok)
+        excerpts.update(shown)
         frames.append(frame)
         longest = max(longest, need)
         if mark is not None:  # recomputed from the samples: the board marks a staged run
@@ -228,6 +233,7 @@ def validate_submission(
         versions,
         recorded=recorded_time(raw, found),
         reproduced=raw.reproduced,
+        excerpts=excerpts,
     )
 
 

@@ -152,4 +152,10 @@ FAMILY = Family(
     hub_task_category="text-generation",
     hub_tag="code-completion",
     languages=("en", "code"),
+    length_note=(
+        "the length is the unrelated code between the definitions and their use, in tokens; "
+        "at 0 there is none: each prompt is a padding block, the definitions and the use "
+        f"(up to about {ITEM_TOKENS} tokens), and the phase comes from the padding block, "
+        f"swept over {SWEEP} lengths one token apart"
+    ),
 )

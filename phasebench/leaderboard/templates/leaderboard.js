@@ -79,8 +79,11 @@
       rows.forEach(function (row) {
         var cell = row.cells[0];
         var v = cell.getAttribute("data-" + state.rank);
+        var range = cell.getAttribute("data-" + state.rank + "-range");
         cell.setAttribute("data-v", v);
-        cell.textContent = v ? v : "\u2014";
+        cell.querySelector(".rk").textContent = v ? v : "\u2014";
+        var small = cell.querySelector(".rki");
+        if (small) { small.textContent = range || ""; }
       });
     }
     rankRadios.forEach(function (r) { r.checked = r.value === state.rank; });
@@ -106,8 +109,14 @@
       var visible = ok && (state.all || matching <= top);
       if (row.hidden === visible) { row.hidden = !visible; }  // touch the DOM only on a change
       if (visible) { shown += 1; }
+      // place numbers follow the rows as shown, and so do the chart's numbers
+      var place = String(matching);
+      var placeLink = row.querySelector(".place");
+      if (placeLink && placeLink.textContent !== place) { placeLink.textContent = place; }
       var point = points[row.getAttribute("data-order")];
       if (point) {
+        var label = point.querySelector("text");
+        if (label && label.textContent !== place) { label.textContent = place; }
         var lead = visible && labelled < 3;
         if (lead) { labelled += 1; }
         if (point.classList.contains("off") === visible) { point.classList.toggle("off", !visible); }
