@@ -218,8 +218,11 @@ def check_witness_catches_retokenizing(served: Served, work: Path, other: Path) 
     logged = sorted(s["served_verified"][1] for s in run.samples)
     require(logged == reported, f"logged counts {logged}, the server answered {reported}")
     require(marked == n, f"{marked}/{n} marked; server counts {sorted(reported)}")
-    line = "no sample's server prompt token count agrees with its label (0/8 agree"
-    require(line in run.output, f"no witness refusal printed: {run.output[-2000:]}")
+    line = "not a measurement: "  # more than a small share fed off its labels (here all 8)
+    require(
+        line in run.output and "disagrees with the label for 8 of 8" in run.output,
+        f"no witness refusal printed: {run.output[-2000:]}",
+    )
     return [
         f"{task} local-completions, labelled with {other.name}'s tokenizer, served by SmolLM2's:",
         f"  server counts {min(reported)}..{max(reported)} for {n} prompts labelled "
