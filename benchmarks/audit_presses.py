@@ -95,11 +95,9 @@ def run(args: argparse.Namespace) -> int:
                 license_name=args.license,
                 notes=args.notes,
             )
-            target = (
-                Path(args.submissions) / args.model.replace("/", "__") / (f"{revision}+{variant}")
+            target = audit.pack_submission(
+                folder / "out", meta, Path(args.submissions), exist_ok=True
             )
-            if not target.exists():
-                audit.pack_submission(folder / "out", meta, Path(args.submissions))
             prompts = 8 * args.n_base  # modulus 8: every base item at every phase
             summary.append(
                 {

@@ -101,9 +101,7 @@ def run(args: argparse.Namespace) -> int:
             license_name="apache-2.0",
             notes=SMOLLM2_NOTES.replace("audit_presses.py", "kvpress_stride_sweep.py"),
         )
-        target = Path(args.submissions) / args.model.replace("/", "__") / f"{revision}+{variant}"
-        if not target.exists():
-            audit.pack_submission(folder / "out", meta, Path(args.submissions))
+        target = audit.pack_submission(folder / "out", meta, Path(args.submissions), exist_ok=True)
         prompts = n_base * modulus
         entry = {
             "variant": variant,

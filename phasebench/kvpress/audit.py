@@ -215,14 +215,19 @@ def submission_meta(
     }
 
 
-def pack_submission(out: Path, meta: Mapping[str, Any], submissions: Path) -> Path:
-    """Pack one run's lm-eval output under ``submissions`` as ``<org>__<model>/<rev>+<variant>``."""
+def pack_submission(
+    out: Path, meta: Mapping[str, Any], submissions: Path, *, exist_ok: bool = False
+) -> Path:
+    """Pack one run's lm-eval output under ``submissions`` as ``<org>__<model>/<rev>+<variant>``;
+    with ``exist_ok`` an entry already packed there is kept as it is (a resumed driver)."""
     import yaml
 
     from phasebench.leaderboard.pack import pack
 
     folder = submissions / meta["model"].replace("/", "__")
     target = folder / f"{meta['revision']}+{meta['variant']}"
+    if target.exists() and exist_ok:
+        return target
     if target.exists():
         raise PhasebenchError(f"{str(target)!r} exists; remove it to pack this run again")
     yaml_path = atomic_write_text(
