@@ -18,6 +18,11 @@ lines between allowed), which says how it is checked:
   :mod:`phasebench.lmeval.metadata`.
 - ``<!-- checked: next -->`` before a fenced block: the demo's closing commands
   (:func:`phasebench.demo.next_commands`).
+- ``<!-- checked: results FILE -->`` before a markdown table of measured figures: ``FILE`` is a
+  committed benchmark output (``benchmarks/results/...``), and every number of a row must be one
+  the file prints, at the precision shown, in the file's header or in the block of the
+  configuration the row's first cell names (``kv_131072``). A figure has one home: the table
+  that carries this marker; other documents point to it.
 
 Besides the marked blocks: every ``phasebench power ... # -> N base items`` comment in a
 command block is recomputed, every ``from phasebench... import`` / ``from support... import`` in
@@ -242,9 +247,11 @@ def _ids(kind: str) -> list[Shown]:
 
 
 def test_every_marker_is_known():
-    assert {s.kind for s in SHOWN} <= {"output", "numbers", "power", "knobs", "next"}, SHOWN
+    kinds = {"output", "numbers", "power", "knobs", "next", "results"}
+    assert {s.kind for s in SHOWN} <= kinds, SHOWN
     assert _ids("output") and _ids("power"), "the markers went missing from the docs"
     assert _ids("knobs") and _ids("next"), "the markers went missing from the docs"
+    assert _ids("results"), "the markers went missing from the docs"
 
 
 def test_shown_knobs_are_the_declared_ones():
@@ -268,6 +275,64 @@ def test_shown_next_steps_are_what_the_demo_prints():
                 for line in (f"# {what}", command)]  # fmt: skip
     for shown in _ids("next"):
         assert list(shown.lines) == expected, shown.where
+
+
+NUMBER = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?")
+
+
+def _numbers(text: str) -> list[str]:
+    return [m.group().replace(",", "") for m in NUMBER.finditer(text)]
+
+
+def results_problems(lines: tuple[str, ...], printed: str) -> list[str]:
+    """Why a table marked ``results`` is not the benchmark output ``printed``: each number of
+    a row must be one the output prints, rounded to the decimals shown, in its header (the
+    lines before the first configuration) or in the block of the row's configuration (the
+    first cell's first backticked name, a line of its own in the output followed by ``:``)."""
+    blocks: dict[str, list[str]] = {"": []}
+    name = ""
+    for line in printed.splitlines():
+        head = re.match(r"^(\w+):", line)
+        if head and not line.startswith(" "):
+            name = head.group(1)
+            blocks[name] = []
+        blocks[name].append(line)
+    problems = []
+    for row in lines[2:]:
+        cells = [c.strip() for c in row.strip().strip("|").split("|")]
+        config = re.search(r"`([^`]+)`", cells[0])
+        key = config.group(1) if config else ""
+        if key not in blocks or not key:
+            problems.append(f"row {cells[0]!r}: no configuration {key!r} in the output")
+            continue
+        have = [float(n) for n in _numbers("\n".join(blocks[""] + blocks[key]))]
+        for cell in cells:
+            for shown in _numbers(cell.replace(key, "")):
+                places = len(shown.split(".")[1]) if "." in shown else 0
+                if not any(round(v, places) == float(shown) for v in have):
+                    problems.append(f"row {key}: {shown} (in {cell!r}) is not in the output")
+    return problems
+
+
+@pytest.mark.parametrize("shown", _ids("results"), ids=lambda s: s.where)
+def test_shown_results_are_the_committed_benchmark_output(shown):
+    path = ROOT / shown.arg
+    assert path.is_file() and "benchmarks/results/" in shown.arg, f"{shown.where}: {shown.arg}"
+    problems = results_problems(shown.lines, path.read_text(encoding="utf-8"))
+    assert not problems, f"{shown.where}: " + "; ".join(problems)
+
+
+def test_the_results_check_sees_a_wrong_figure():
+    printed = "# n-base 256\nkv_131072: 2048 prompts\n  generate 8.2 s wall 251.2 prompts/s\n"
+    table = ("| config | prompts | wall | prompts/s |", "|---|---|---|---|",
+             "| `kv_131072`, n_base 256 | 2,048 | 8.2 s | 251 |")  # fmt: skip
+    assert results_problems(table, printed) == []
+    wrong = (*table[:2], "| `kv_131072`, n_base 256 | 2,048 | 8.3 s | 251 |")
+    assert results_problems(wrong, printed) == [
+        "row kv_131072: 8.3 (in '8.3 s') is not in the output"
+    ]
+    other = (*table[:2], "| `niah_131072` | 2,048 | 8.2 s | 251 |")
+    assert results_problems(other, printed)
 
 
 #: Fenced blocks without a language that are not marked: (document, start of the first line) ->
