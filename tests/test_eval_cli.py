@@ -239,3 +239,39 @@ def test_a_gguf_folder_without_gguf_file_names_gguf_file(tmp_path, capsys):
         assert not any("Traceback" in line for line in err)
     with pytest.raises(TokenizerError, match="gguf_file=Model.Q4_1.gguf"):
         load_tokenizer(str(tmp_path))
+
+
+def test_seed_is_the_splits_seed_and_lm_evals_seeds_have_their_own_name():
+    """``--seed`` means the split's seed in every phasebench command, ``eval`` included: it
+    becomes the task metadata's ``seed`` (merged with the rest of ``--metadata``, as lm-eval's
+    own parser reads it); lm-eval's four seeds go to lm-eval as its ``--seed`` from
+    ``--lm_eval_seed``."""
+    from phasebench.cli.eval import _own_options
+    from phasebench.lmeval.compat import parse_run_args
+
+    argv = ["--model", "hf", "--tasks", "phasebench_kv", "--metadata", '{"n_base": 16}']
+    staged, futility, rest = _own_options([*argv, "--seed", "7", "--lm_eval_seed", "1,2,3,4"])
+    parsed = parse_run_args(rest)
+    assert (staged, futility) == (False, None)
+    assert parsed.metadata == {"n_base": 16, "seed": 7}
+    assert parsed.seed == [1, 2, 3, 4]
+    assert parse_run_args(_own_options(argv)[2]).metadata == {"n_base": 16}
+
+
+@pytest.mark.parametrize(
+    ("extra", "line"),
+    [
+        (["--seed", "1,2"], "argument --seed: "),
+        (["--seed"], "argument --seed: expected one argument"),
+        (["--seed", "3", "--metadata", '{"seed": 4}'],
+         "--seed 3 and the metadata's seed 4 disagree"),
+        (["--seed", "3", "--metadata", "seed=4", "n_base=2"],
+         "--seed 3 and the metadata's seed 4 disagree"),
+    ],
+)  # fmt: skip
+def test_a_seed_that_is_not_the_splits_is_one_line(capsys, extra, line):
+    code = main(["eval", "--model", "hf", "--model_args", "pretrained=/no/such/model",
+                 "--tasks", "phasebench_kv", *extra])  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1, err
+    assert err[0].startswith(f"phasebench: error: {line}"), err

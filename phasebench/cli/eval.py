@@ -33,7 +33,7 @@ def _phasebench_help() -> str:
     table = help_table()
     return f"""phasebench eval: lm-eval's `run` with the phasebench tasks on its --include_path
 ({", ".join(TASK_FAMILIES)}; the group {GROUP} runs all three).
-Every option below passes to lm-eval unchanged.
+Every option below passes to lm-eval unchanged, but --seed (the split's seed here).
 
 Before lm-eval starts, phasebench
   - checks the task metadata (--metadata JSON, keys below): a bad value is one line, exit 2,
@@ -48,6 +48,10 @@ After lm-eval's tables, with --log_samples --output_path OUT, it prints phaseben
 (what `phasebench report OUT` prints). docs/tasks.md has the details.
 
 phasebench's own options (taken out before lm-eval parses the rest):
+  --seed N            the split's seed, as everywhere in phasebench (the metadata key seed;
+                      default 0); lm-eval's own seeds are --lm_eval_seed
+  --lm_eval_seed S    lm-eval's --seed (python, numpy, torch, fewshot: 0,1234,1234,1234 by
+                      default), passed to lm-eval as its --seed
   --staged            run one task at one length in looks of 1/8, 1/4, 1/2 and all of its base
                       items (--limit each time, --use_cache so no prompt is sent twice) and stop
                       when the gap is significant under the calibrated boundary (docs/stats.md);
@@ -85,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     def say(line: str) -> None:
         print(f"phasebench eval: {line}", file=sys.stderr, flush=True)
 
-    staged, futility_gap, lm_eval_args = _staged_options(args.lm_eval_args)
+    staged, futility_gap, lm_eval_args = _own_options(args.lm_eval_args)
     if staged:
         return _run_staged(lm_eval_args, futility_gap)
     output = run_eval(lm_eval_args, on_event=say)
@@ -105,20 +109,57 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _staged_options(tokens: list[str]) -> tuple[bool, float | None, list[str]]:
-    """``--staged`` and ``--futility_gap G`` taken out of lm-eval's arguments."""
-    from phasebench.errors import EvalError
+def _own_options(tokens: list[str]) -> tuple[bool, float | None, list[str]]:
+    """phasebench's options taken out of lm-eval's arguments: ``--staged``, ``--futility_gap G``,
+    and ``--seed N``, the split's seed as in every phasebench command, which becomes the task
+    metadata's ``seed``; ``--lm_eval_seed S`` is lm-eval's own ``--seed``."""
+    import contextlib
+    import io
 
-    own = argparse.ArgumentParser(add_help=False, allow_abbrev=False, prog="phasebench eval")
+    from phasebench.cli import _args
+    from phasebench.errors import EvalError
+    from phasebench.lmeval import compat
+
+    own = argparse.ArgumentParser(
+        add_help=False, allow_abbrev=False, prog="phasebench eval", exit_on_error=False
+    )
     own.add_argument("--staged", action="store_true")
-    own.add_argument("--futility_gap", type=float, default=None)
+    own.add_argument("--futility_gap", default=None)
+    _args.seed(own, "the split's seed", default=None)
+    own.add_argument("--lm_eval_seed", default=None)
     try:
         known, rest = own.parse_known_args(tokens)
-    except SystemExit:
-        raise EvalError("--futility_gap takes a fraction, e.g. --futility_gap 0.3") from None
-    if known.futility_gap is not None and not known.staged:
+    except (argparse.ArgumentError, SystemExit) as exc:  # no value, or not one of its kind
+        hint = (
+            "--seed is the split's seed; lm-eval's own seeds are --lm_eval_seed, e.g. "
+            "--lm_eval_seed 0,1234,1234,1234"
+            if "--seed" in str(exc)
+            else "--futility_gap takes a fraction, e.g. --futility_gap 0.3"
+        )
+        raise EvalError(f"{exc}; {hint}") from None
+    futility_gap = None
+    if known.futility_gap is not None:
+        try:
+            futility_gap = float(known.futility_gap)
+        except ValueError:
+            raise EvalError("--futility_gap takes a fraction, e.g. --futility_gap 0.3") from None
+    if futility_gap is not None and not known.staged:
         raise EvalError("--futility_gap is a rule of a staged run; add --staged")
-    return known.staged, known.futility_gap, rest
+    if known.lm_eval_seed is not None:
+        rest += ["--seed", known.lm_eval_seed]
+    if known.seed is not None:
+        try:  # lm-eval's own parser reads the metadata; its errors are its own to report
+            with contextlib.redirect_stderr(io.StringIO()):
+                metadata = dict(compat.parse_run_args(rest).metadata or {})
+        except (SystemExit, ValueError):
+            metadata = {}
+        if "seed" in metadata and str(metadata["seed"]) != str(known.seed):
+            raise EvalError(
+                f"--seed {known.seed} and the metadata's seed {metadata['seed']} disagree: "
+                "give the split's seed once"
+            )
+        rest += ["--metadata", f"seed={known.seed}"]
+    return known.staged, futility_gap, rest
 
 
 def _run_staged(lm_eval_args: list[str], futility_gap: float | None) -> int:
