@@ -150,7 +150,7 @@ def run_eval(
         sys.executable, "-m", "phasebench", "eval", "--model", "phasebench-kvpress",
         "--model_args", f"pretrained={model},dtype=float32,{model_args}", "--tasks", task,
         "--device", "cpu", "--batch_size", str(batch_size), "--metadata", metadata, "--log_samples",
-        "--output_path", str(work / out), "--seed", "0",
+        "--output_path", str(work / out), "--lm_eval_seed", "0",
     ]  # fmt: skip
     with open(work / f"{out}.log", "w") as log:
         return subprocess.run(command, cwd=work, stdout=log, stderr=subprocess.STDOUT).returncode

@@ -152,7 +152,7 @@ def eval_command(
         sys.executable, "-m", "phasebench", "eval", "--model", BACKEND,
         "--model_args", model_args_text(model_args), "--tasks", f"phasebench_{family}",
         "--device", "cpu", "--batch_size", str(batch_size), "--metadata", metadata,
-        "--log_samples", "--output_path", str(out), "--seed", "0",
+        "--log_samples", "--output_path", str(out), "--lm_eval_seed", "0",
     ]  # fmt: skip
 
 

@@ -86,7 +86,8 @@ def lm_eval(
     command += ["--batch_size", str(batch_size)]
     if log_samples:
         command += ["--log_samples", "--output_path", out]
-    command += ["--seed", "0", *extra]
+    # lm-eval's own seeds (phasebench eval's --seed is the split's, from the metadata here)
+    command += ["--lm_eval_seed" if wrapper else "--seed", "0", *extra]
     return subprocess.run(
         command,
         cwd=work,
