@@ -93,7 +93,7 @@ def test_every_accepted_entry_gets_its_eval_results_file(tmp_path, submission_ro
 
 
 @pytest.mark.slow
-def test_shipped_site_exports_one_task_per_board(tmp_path):
+def test_shipped_site_exports_one_task_per_board(tmp_path, shipped_outcome):
     """``export-eval-results`` on the shipped example site: exit 0; one Hub task per board
     (niah @ 512 at modulus 4, 8 and 12 are three tasks); every entry but the random test
     fixture exported, the fixture named on stderr; preliminary entries say so in their notes.
@@ -107,8 +107,7 @@ def test_shipped_site_exports_one_task_per_board(tmp_path):
     from phasebench.leaderboard.score import load_reported
 
     root = Path(__file__).resolve().parent.parent
-    submissions = root / "leaderboard" / "submissions"
-    outcome = validate_all(submissions, cache=tmp_path / "cache")
+    outcome = shipped_outcome()
     assert not outcome.refused, outcome.report_lines()
     board = score(outcome, load_reported())
     site = tmp_path / "site"
