@@ -23,7 +23,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
               "phasebench.placement", "phasebench.families", "phasebench.build",
               "phasebench.verification", "phasebench.inspection", "phasebench.prefill",
               "phasebench.salting")),
-    ("analysis", ("phasebench.metrics", "phasebench.stats")),
+    ("analysis", ("phasebench.metrics", "phasebench.stats", "phasebench.formatting")),
     ("formats", ("phasebench.samples",)),
     ("report", ("phasebench.report", "phasebench.plots", "phasebench.cache_reads")),
     ("hub", ("phasebench.hub",)),
