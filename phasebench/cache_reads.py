@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from phasebench.errors import SamplesError
+from phasebench.formatting import TERMINAL, format_exact_p, format_value
 from phasebench.rows import config_length
 from phasebench.samples import WARM_KEY, is_warm
 from phasebench.stats.cache import ReadPair
@@ -132,30 +133,26 @@ def arms_comparison(
     return out
 
 
-def _pct(x: float | None) -> str:
-    return "n/a" if x is None else f"{100 * x:.1f}"
-
-
-def _p(p: float) -> str:
-    return f"{p:.2g}" if p >= 1e-4 else f"{p:.1e}"
-
-
 def cache_lines(entry: Mapping[str, Any]) -> list[str]:
     """Terminal lines of one comparison: the overall line, then the phases (needle, length)
     whose own test is below 0.05, or a line saying none is."""
     first, second = entry["first"], entry["second"]
+    agreement, first_acc, second_acc = (
+        format_value("%", entry[key], style=TERMINAL).strip()
+        for key in ("agreement", "first_acc", "second_acc")
+    )
     lines = [
         f"  prefix cache  {second} vs {first}: {entry['agree']}/{entry['n']} agree "
-        f"({_pct(entry['agreement'])}%), right only {first} {entry['first_only']}, only "
-        f"{second} {entry['second_only']}, McNemar p {_p(entry['p'])} "
-        f"(acc {first} {_pct(entry['first_acc'])}, {second} {_pct(entry['second_acc'])})"
+        f"({agreement}%), right only {first} {entry['first_only']}, only "
+        f"{second} {entry['second_only']}, McNemar p {format_exact_p(entry['p'])} "
+        f"(acc {first} {first_acc}, {second} {second_acc})"
     ]
     if entry.get("unpaired"):
         lines.append(f"                {entry['unpaired']} prompts read only once, left out")
     for axis, key in (("needle phase", "per_phase"), ("length phase", "per_length_phase")):
         cells = entry.get(key) or []
         flagged = [
-            f"{r} ({c['first_only']}/{c['second_only']}, p {_p(c['p'])})"
+            f"{r} ({c['first_only']}/{c['second_only']}, p {format_exact_p(c['p'])})"
             for r, c in enumerate(cells)
             if c["p"] < 0.05
         ]

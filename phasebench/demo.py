@@ -336,7 +336,8 @@ def results_table(report: dict[str, Any], variants: tuple[str, ...] = DEMO_VARIA
     column and model name means."""
     import pandas as pd
 
-    from phasebench.metrics import ALPHA, N_PERM, format_p
+    from phasebench.formatting import MARKDOWN, format_interval, format_p
+    from phasebench.metrics import ALPHA, N_PERM
 
     rows, gaps = [], []
     n_perm = int((report.get("settings") or {}).get("n_perm") or N_PERM)
@@ -355,7 +356,7 @@ def results_table(report: dict[str, Any], variants: tuple[str, ...] = DEMO_VARIA
                     "lowest": round(100 * entry["lowest_phase"], 1),
                     "worst x-fit": round(100 * entry["worst_phase_crossfit"], 1),
                     "gap": round(100 * entry["gap"], 1),
-                    "gap 95% CI": f"[{100 * lo:.1f}, {100 * hi:.1f}]",
+                    "gap 95% CI": format_interval("pp", (lo, hi), style=MARKDOWN),
                     "p": format_p(entry["p_value"], n_perm) or "-",
                     "period": period_cell(entry),
                     "phase effect": "yes" if significant else "no",

@@ -43,17 +43,13 @@ __all__ = [
     "FLAT",
     "POWER",
     "PRELIMINARY_GAP",
-    "MISSING",
     "detectable_gap",
-    "format_interval",
-    "format_value",
     "current_metric",
     "get",
     "PhaseData",
     "Statistic",
     "length_axis",
     "on_axes",
-    "format_p",
     "register",
     "registered",
     "statistics",
@@ -458,58 +454,6 @@ def registered(statistic: Statistic) -> Iterator[Statistic]:
         yield statistic
     finally:
         _REGISTRY.remove(statistic)
-
-
-def format_p(value: float | None, n_perm: int | None = N_PERM) -> str | None:
-    """A permutation p-value as every table writes it: ``0.0123`` (3 significant digits), and
-    ``< 0.001`` at the floor ``1 / (1 + n_perm)`` of ``n_perm`` permutations (no shuffle reached
-    the observed gap: the test says only that p is below ``1 / n_perm``). None for no value."""
-    if value is None:
-        return None
-    if n_perm and value <= 1.0 / (1 + n_perm) * (1 + 1e-9):
-        return f"< {1.0 / n_perm:.3g}"
-    return f"{value:.3g}"
-
-
-#: A missing value, as every page writes it.
-MISSING = "—"
-
-
-def format_value(stat: Statistic, value: Any, n_perm: int | None = N_PERM) -> str:
-    """One statistic's value as the site, the badges and the exports' readers write it, from
-    its unit: ``45.0%``, ``12.3 pp``, ``p = 0.0123`` (``p < 0.001`` at the permutation floor),
-    ``8 tokens``, ``phase 3`` (:data:`FLAT` for no weak phase), ``+0.123`` nats, ``yes``."""
-    if stat.unit == "phase":
-        return FLAT if value is None else f"phase {value}"
-    if value is None:
-        return MISSING
-    if stat.unit == "%":
-        return f"{100 * value:.1f}%"
-    if stat.unit == "pp":
-        return f"{100 * value:.1f} pp"
-    if stat.unit == "p":
-        shown = format_p(value, n_perm if stat.permutation else None)
-        return f"p {shown}" if shown.startswith("<") else f"p = {shown}"
-    if stat.unit == "tokens":
-        if isinstance(value, list):  # several periods, each consistent with the data
-            return " or ".join(str(v) for v in value) + " tokens" if value else MISSING
-        return f"{value} tokens"
-    if stat.unit == "nats":
-        return f"{value:+.3f}"
-    if stat.unit == "flag":
-        return "yes" if value else "no"
-    return f"{value:.2f}" if isinstance(value, float) else str(value)
-
-
-def format_interval(stat: Statistic, interval: Any) -> str:
-    """An interval in its statistic's unit (``[30.1–60.2%]``, ``[4.0–20.5 pp]``); empty when
-    there is none."""
-    if not interval or interval[0] is None or interval[1] is None:
-        return ""
-    lo, hi = interval
-    if stat.unit in ("%", "pp"):
-        return f"[{100 * lo:.1f}–{100 * hi:.1f}{'%' if stat.unit == '%' else ' pp'}]"
-    return f"[{lo:+.3f}, {hi:+.3f}]" if stat.unit == "nats" else f"[{lo:.3g}–{hi:.3g}]"
 
 
 #: What follows a statistic's lm-eval metric name in the name of its interval.

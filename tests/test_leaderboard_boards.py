@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from phasebench import metrics
+from phasebench import formatting, metrics
 from phasebench.cli import main
 from phasebench.leaderboard.charts import Frame, place_labels
 from phasebench.leaderboard.provenance import command
@@ -162,7 +162,7 @@ def test_each_entry_links_its_logs_and_has_badges(built):
         assert (site / link).read_bytes() == (folder / Path(link).name).read_bytes()
     slug = Path(board_page(chunked["board"])).stem
     badge = (site / badge_path(slug, chunked["page"])).read_text()
-    worst = metrics.format_value(
+    worst = formatting.format_value(
         metrics.get("worst_phase_crossfit"), chunked["worst_phase_crossfit"]
     )
     assert badge.startswith("<svg") and f"worst phase {worst}" in badge and "preliminary" in badge

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from phasebench import metrics
+from phasebench import formatting, metrics
 from phasebench.cli import main
 from phasebench.lmeval.tasks import COMPACT_METRICS, metric_keys, phase_metric_names
 from support.lmeval import lm_eval, offline_env, outputs
@@ -122,7 +122,7 @@ def test_a_registered_statistic_reaches_the_report_and_exports(
     # an entry of the glossary, each with the label, the unit-driven value and the help text
     from phasebench.leaderboard.render import board_page
 
-    shown = metrics.format_value(stat, entry["median_phase"])
+    shown = formatting.format_value(stat, entry["median_phase"])
     board_html = (site / board_page(row["board"])).read_text()
     assert 'data-key="median_phase"' in board_html and f"<b>{shown}</b>" in board_html
     model_html = (site / row["page"]).read_text()

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from phasebench import metrics
+from phasebench import formatting, metrics
 from phasebench.cli import main
 from phasebench.leaderboard.render import build_site
 from phasebench.leaderboard.score import score
@@ -169,10 +169,10 @@ def test_one_statistic_has_one_name_everywhere(three_views, key, capsys):
     # the site: the niah board's cell of that statistic, under its label
     page = (site / "boards" / "phasebench-niah-512-m4.html").read_text()
     assert f'data-label="{label}" class="s-{key}"' in page
-    assert metrics.format_value(stat, value) in page
+    assert formatting.format_value(stat, value) in page
     # the terminal: the label heads a column, and the plain minimum is never "worst phase"
     assert main(["report", str(work / "report.json")]) == 0
     printed = capsys.readouterr().out
-    assert label in printed and metrics.format_value(stat, value).rstrip("%") in printed
+    assert label in printed and formatting.format_value(stat, value).rstrip("%") in printed
     for summary in (report[task][length], boards[(task, length)], row):
         assert "worst_phase" not in summary and "worst_phase_index" not in summary

@@ -338,11 +338,11 @@ def test_a_results_file_or_a_samples_file_selects_that_run(simulated, tmp_path):
 def test_a_margin_interval_is_printed_in_its_own_unit():
     """A margin is in nats and so is its interval (once printed in points: +0.393 [36.1, 42.5])."""
     from phasebench import metrics
-    from phasebench import report as report_module
+    from phasebench.formatting import TERMINAL, format_interval
 
     by_key = {s.key: s for s in metrics.statistics()}
-    assert report_module._interval(by_key["margin"], [0.361, 0.425]) == "[+0.361, +0.425]"
-    assert report_module._interval(by_key["acc"], [0.5, 0.75]) == "[50.0, 75.0]"
+    assert format_interval(by_key["margin"], [0.361, 0.425], style=TERMINAL) == "[+0.361, +0.425]"
+    assert format_interval(by_key["acc"], [0.5, 0.75], style=TERMINAL) == "[50.0, 75.0]"
 
 
 @pytest.mark.parametrize("off", [2, 127])

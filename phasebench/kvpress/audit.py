@@ -268,10 +268,11 @@ def audit_table(work: Path, records: list[dict[str, Any]]) -> list[dict[str, Any
 def markdown_table(rows: list[dict[str, Any]]) -> str:
     """The audit table of docs/kvpress.md (percent, one decimal; "x-fit" is the cross-fitted
     worst phase the leaderboard ranks by)."""
+    import functools
 
-    def pct(x: float | None) -> str:
-        return "-" if x is None else f"{100 * x:.1f}"
+    from phasebench.formatting import MARKDOWN, format_value
 
+    pct = functools.partial(format_value, "%", style=MARKDOWN)
     lines = [
         "| press (settings) | average | lowest phase (which) | worst x-fit | gap [95% CI] | p "
         "| period | CPU s/prompt |",

@@ -15,6 +15,7 @@ from typing import Any
 from markupsafe import Markup, escape
 
 from phasebench import metrics
+from phasebench.formatting import format_value
 
 #: How many of a board's leading points carry a label before a visitor highlights one.
 LABELLED = 3
@@ -83,10 +84,6 @@ def _open(kind: str, id: str, width: float, height: float, title: str) -> str:
         f'aria-labelledby="{escape(id)}-title"><title id="{escape(id)}-title">{escape(title)}'
         "</title>"
     )
-
-
-def _pct(value: float) -> str:
-    return metrics.format_value(metrics.get("acc"), value)
 
 
 #: The most points of one board that carry a number (a 1,000-entry board stays legible).
@@ -183,7 +180,8 @@ def scatter_svg(
         out.append(
             f'<g class="pt{" hl" if index < LABELLED else ""}" data-i="{index}">{bars}'
             f'<circle class="{kind}" cx="{x}" cy="{y}" r="4"><title>{index + 1}. {name}: '
-            f"average {_pct(acc)}, worst phase {_pct(worst)}{marks}</title></circle>{text}</g>"
+            f"average {format_value('%', acc)}, worst phase {format_value('%', worst)}{marks}"
+            f"</title></circle>{text}</g>"
         )
     out.append("</svg>")
     return Markup("".join(out))
@@ -216,8 +214,8 @@ def profile_svg(summary: Mapping[str, Any], id: str, title: str) -> Markup:
     out.append(f'<polyline class="line" points="{" ".join(f"{x},{y}" for x, y, _, _ in points)}"/>')
     for x, y, phase, acc in points:
         out.append(
-            f'<circle class="dot" cx="{x}" cy="{y}" r="3.5"><title>phase {phase}: {_pct(acc)}'
-            "</title></circle>"
+            f'<circle class="dot" cx="{x}" cy="{y}" r="3.5"><title>phase {phase}: '
+            f"{format_value('%', acc)}</title></circle>"
         )
     out.append("</svg>")
     return Markup("".join(out))
@@ -331,7 +329,7 @@ def settings_svg(series: Mapping[str, Any], id: str, title: str) -> Markup:
                 " pre" if point.get("preliminary") else ""
             )
             name = escape(f"{point['board']} · {point.get('variant') or ''}")
-            shown = metrics.format_value(gap, point["gap"])
+            shown = format_value(gap, point["gap"])
             out.append(
                 f'<g class="pt">{bar}<circle class="{kind}" cx="{x}" cy="{y}" r="4"><title>'
                 f"{escape(str(value))}: {name}: gap {shown}</title></circle></g>"

@@ -46,6 +46,7 @@ from phasebench.atomic import atomic_write_text, staged_folder
 from phasebench.errors import HubError, OutputError, SubmissionsError
 from phasebench.families import get_family
 from phasebench.families import names as family_names
+from phasebench.formatting import format_interval, format_value
 from phasebench.hub.benchmark import task_id
 from phasebench.leaderboard.score import CLAIMED_NOT_WITNESSED
 
@@ -71,21 +72,21 @@ def _family(task: str) -> str:
 
 
 def _notes(row: Mapping[str, Any], variant: str | None) -> str:
-    # the site's words and formatter (phasebench.metrics), so a card reads like the board
+    # the site's words and formatter (phasebench.formatting), so a card reads like the board
     worst, acc, gap = (metrics.get(k) for k in ("worst_phase_crossfit", "acc", "gap"))
-    gap_text = metrics.format_value(gap, row.get(gap.column))
-    interval = metrics.format_interval(gap, row.get(gap.column_interval))
+    gap_text = format_value(gap, row.get(gap.column))
+    interval = format_interval(gap, row.get(gap.column_interval))
     parts = []
     if row.get("preliminary"):
         detectable = metrics.get("detectable_gap")
         parts.append(
             f"{metrics.get('preliminary').label}: with {metrics.POWER:.0%} power this design "
-            f"detects gaps of {metrics.format_value(detectable, row.get(detectable.column))} or "
+            f"detects gaps of {format_value(detectable, row.get(detectable.column))} or "
             f"more, not the {100 * metrics.PRELIMINARY_GAP:.0f} pp a board is read for"
         )
     parts += [
-        f"{worst.label} ({worst.qualifier}) {metrics.format_value(worst, row.get(worst.column))}",
-        f"{acc.label} {metrics.format_value(acc, row.get(acc.column))}",
+        f"{worst.label} ({worst.qualifier}) {format_value(worst, row.get(worst.column))}",
+        f"{acc.label} {format_value(acc, row.get(acc.column))}",
         f"{gap.label} ({gap.qualifier}) {gap_text}" + (f" {interval}" if interval else ""),
         f"{row['task']} at {row['length']} tokens, modulus {row['modulus']}"
         + (f", {row['axis']} axis" if row.get("axis", "needle") != "needle" else ""),

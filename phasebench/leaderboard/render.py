@@ -27,6 +27,7 @@ from phasebench import metrics
 from phasebench._version import __version__
 from phasebench.atomic import atomic_copy, atomic_write_text, check_replaceable, staged_folder
 from phasebench.errors import OutputError
+from phasebench.formatting import format_interval, format_note, format_value
 from phasebench.leaderboard import charts
 
 ASSETS = ("leaderboard.js", "compare.js", "style.css")
@@ -46,13 +47,16 @@ def environment() -> jinja2.Environment:
         keep_trailing_newline=True,
         auto_reload=False,
     )
-    env.filters["pct"] = functools.partial(_by_unit, "%")
-    env.filters["pp"] = functools.partial(_by_unit, "pp")
-    env.filters["ci"] = functools.partial(_interval_by_unit, "%")
-    env.filters["tokens"] = functools.partial(_by_unit, "tokens")
-    env.filters["fmt"] = metrics.format_value
-    env.filters["ival"] = metrics.format_interval
-    env.filters["note"] = note
+    # every value carries its unit (accuracies in %, gaps in percentage points, periods in
+    # tokens), written by the site style of phasebench.formatting; a unit filter writes a
+    # value with no statistic behind it (a per-phase cell, a published figure)
+    env.filters["pct"] = functools.partial(format_value, "%")
+    env.filters["pp"] = functools.partial(format_value, "pp")
+    env.filters["ci"] = functools.partial(format_interval, "%")
+    env.filters["tokens"] = functools.partial(format_value, "tokens")
+    env.filters["fmt"] = format_value
+    env.filters["ival"] = format_interval
+    env.filters["note"] = format_note
     env.filters["identity"] = identity
     env.filters["key"] = _key
     env.filters["serving"] = lambda s: _serving(s) if s else ""
@@ -61,32 +65,6 @@ def environment() -> jinja2.Environment:
     env.filters["heat"] = charts.heat_class
     env.filters["labelled"] = lambda row: (row, identity(row))
     return env
-
-
-# Every value carries its unit: accuracies in %, gaps (differences of two percentages) in
-# percentage points, periods in tokens. One formatter, driven by the unit, writes all of them
-# (:func:`metrics.format_value`); these never compute a number.
-
-_UNITS = {unit: metrics.Statistic(unit, unit, unit) for unit in ("%", "pp", "tokens")}
-
-
-def _by_unit(unit: str, value: Any) -> str:
-    """A value with no statistic behind it (a per-phase cell, a published figure) in ``unit``."""
-    return metrics.format_value(_UNITS[unit], value)
-
-
-def _interval_by_unit(unit: str, interval: Sequence[Any] | None) -> str:
-    return metrics.format_interval(_UNITS[unit], interval)
-
-
-def note(stat: metrics.Statistic, value: Any, n_perm: int | None = None) -> str:
-    """A statistic shown beside another (``shown_with``), as the site writes it: ``p = 0.01``,
-    ``null gap 3.1 pp``, ``weak phase 3``, ``weak phase: none (flat)``."""
-    if stat.unit == "p":
-        return metrics.format_value(stat, value, n_perm)
-    if stat.unit == "phase":
-        return f"{stat.label}: {metrics.FLAT}" if value is None else f"{stat.label} {value}"
-    return f"{stat.symbol or stat.label} {metrics.format_value(stat, value, n_perm)}"
 
 
 def unit_text(stat: metrics.Statistic) -> str:
@@ -426,8 +404,8 @@ def _compare_data(b: Mapping[str, Any], pairs: Mapping[str, Any] | None) -> dict
         stats = []
         for col in _site_columns():
             stat = col["stat"]
-            text = metrics.format_value(stat, row.get(stat.column))
-            interval = metrics.format_interval(stat, row.get(stat.column_interval))
+            text = format_value(stat, row.get(stat.column))
+            interval = format_interval(stat, row.get(stat.column_interval))
             stats.append([stat.label, f"{text} {interval}".strip()])
         stats.append(["KV cache", str(row.get("kv_label") or row.get("kv_cache") or "")])
         stats.append(
@@ -444,11 +422,11 @@ def _compare_data(b: Mapping[str, Any], pairs: Mapping[str, Any] | None) -> dict
             lines.append(
                 {
                     "label": stat.label + (f" ({stat.qualifier})" if stat.qualifier else ""),
-                    "before": metrics.format_value(stat, part["before"]),
-                    "after": metrics.format_value(stat, part["after"]),
-                    "difference": metrics.format_value(diff, part["difference"]),
-                    "ci": metrics.format_interval(diff, part["difference_ci"]),
-                    "p": metrics.format_value(
+                    "before": format_value(stat, part["before"]),
+                    "after": format_value(stat, part["after"]),
+                    "difference": format_value(diff, part["difference"]),
+                    "ci": format_interval(diff, part["difference_ci"]),
+                    "p": format_value(
                         metrics.get("p_value"), part["p_value"], result.get("n_perm")
                     ),  # fmt: skip
                 }
@@ -480,7 +458,7 @@ def _write_badges(out: Path, b: Mapping[str, Any]) -> list[Path]:
     written = []
     if b["leaders"]:
         row, _ = b["leaders"][0]
-        value = f"leader: worst phase {metrics.format_value(worst, row.get(worst.column))}"
+        value = f"leader: worst phase {format_value(worst, row.get(worst.column))}"
         if len(b["leaders"]) > 1:
             value = f"{len(b['leaders'])} share rank 1"
         warn = False
@@ -490,9 +468,9 @@ def _write_badges(out: Path, b: Mapping[str, Any]) -> list[Path]:
     written.append(atomic_write_text(out / badge_path(b["slug"]), text))
     for row in b["rows"]:
         value = (
-            f"worst phase {metrics.format_value(worst, row.get(worst.column))} · average "
-            f"{metrics.format_value(acc, row.get(acc.column))} · gap "
-            f"{metrics.format_value(gap, row.get(gap.column))}"
+            f"worst phase {format_value(worst, row.get(worst.column))} · average "
+            f"{format_value(acc, row.get(acc.column))} · gap "
+            f"{format_value(gap, row.get(gap.column))}"
         )
         if row.get("fixture"):
             value += " · test fixture"

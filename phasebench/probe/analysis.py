@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from phasebench.formatting import TERMINAL, format_interval, format_value
 from phasebench.metrics import N_BOOT, N_PERM, SEED
 from phasebench.probe.run import Answer
 from phasebench.probe.shifts import ShiftPlan
@@ -343,18 +344,12 @@ def terminal_plot(result: ProbeResult, width: int = 24) -> str:
             tested = " ".join(f"{e['acc']:+6.2f}" for e in s["per_phase"])
             lines.append(f"  -drift   {tested}")
         period = s["dominant_period"] or "none"
+        gap = format_value("measure", s["gap"], style=TERMINAL)
+        interval = format_interval("measure", s["gap_ci"], style=TERMINAL)
         lines.append(
-            f"  gap {s['gap']:.3f} [{_ci(s['gap_ci'])}], permutation p = {s['p_value']:.3g}, "
-            f"dominant period {period}"
+            f"  gap {gap} {interval}, permutation p = {s['p_value']:.3g}, dominant period {period}"
         )
         if data.get("controls"):
             folds = ", ".join(f"mod {q}: {cp:.3g}" for q, cp in data["controls"].items())
             lines.append(f"  control folds (periods no stride explains), p: {folds}")
     return "\n".join(lines) + "\n"
-
-
-def _ci(ci: Sequence[float | None]) -> str:
-    lo, hi = ci
-    if lo is None or hi is None:
-        return "-"
-    return f"{lo:.3f}, {hi:.3f}"

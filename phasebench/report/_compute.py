@@ -1,0 +1,250 @@
+"""Computing: every number of a report from the scored records of each run's samples, through
+:func:`phasebench.stats.summarize_samples` (the function the lm-eval aggregates and the
+leaderboard call), and the reports of several runs merged into one."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from phasebench import metrics
+from phasebench._version import __version__
+from phasebench.cache_reads import repeat_comparison
+from phasebench.errors import SamplesError, SpecError, StatsError, debugging, first_line
+from phasebench.families import get_family
+from phasebench.report._read import REPORT_FORMAT, Run
+from phasebench.rows import config_length, row_problem
+from phasebench.samples import (
+    MAX_OFF_LABEL_SHARE,
+    SERVED_KEY,
+    SERVED_STATES,
+    ScoredRecord,
+    fed_off_label,
+    is_warm,
+    scored_record,
+    served_label,
+    served_state,
+)
+from phasebench.specs import MAX_MODULUS
+from phasebench.stats import summarize_samples
+
+DOC_FIELDS = ("phase", "base_id", "phase_modulus", "length", "family")
+
+
+def build_report(
+    runs: Sequence[Run],
+    *,
+    n_boot: int = metrics.N_BOOT,
+    n_perm: int = metrics.N_PERM,
+    seed: int = metrics.SEED,
+) -> dict[str, Any]:
+    """Every number the report shows, as a JSON-ready dict.
+
+    Layout: ``{"format", "phasebench_version", "settings", "runs": {run: {"source", "tasks":
+    {task: {length: entry}}}}}`` where each entry is ``{"task", "length"}`` plus
+    :func:`phasebench.stats.summarize_samples` of the task's samples at that length.
+    """
+    out: dict[str, Any] = {
+        "format": REPORT_FORMAT,
+        "phasebench_version": __version__,
+        "settings": {"n_boot": n_boot, "n_perm": n_perm, "seed": seed},
+        "runs": {},
+    }
+    for run in runs:
+        tasks: dict[str, dict[str, Any]] = {}
+        for task, samples in run.samples.items():
+            groups, served = _group(task, samples)
+            warm_vs_cold = repeat_comparison(task, samples)
+            for key, witness in served.items():
+                if fed_off_label(witness["agree"], witness["disagree"], witness["unverified"]):
+                    total = sum(witness[state] for state in SERVED_STATES)
+                    first = witness["first"]
+                    raise SamplesError(
+                        f"not a measurement: {run.source}: {key[0]} length {key[1]}: more than "
+                        f"{MAX_OFF_LABEL_SHARE:.0%} of the prompts were not fed as labelled (the "
+                        f"server's prompt token count disagrees with the label for "
+                        f"{witness['disagree']} of {total}; first: {first['id']} labelled "
+                        f"{first['label']}, server {first['count']}): the server read other "
+                        "sequences than phasebench labelled (another tokenizer, BOS or chat "
+                        "template, or a truncated prompt)"
+                    )
+            for (label, length), records in sorted(groups.items()):
+                try:
+                    summary = summarize_samples(records, n_boot=n_boot, n_perm=n_perm, seed=seed)
+                except SamplesError:
+                    raise
+                except StatsError as exc:  # names what is wrong with the data
+                    raise SamplesError(f"{run.source}: {label} length {length}: {exc}") from None
+                except (ValueError, TypeError, KeyError, IndexError, ArithmeticError) as exc:
+                    if debugging():  # PHASEBENCH_DEBUG=1: a bug keeps its traceback
+                        raise
+                    raise SamplesError(
+                        f"{run.source}: {label} length {length}: samples of an unexpected shape "
+                        f"({type(exc).__name__}: {first_line(exc)})"
+                    ) from None
+                tasks.setdefault(label, {})[str(length)] = {
+                    "task": label,
+                    "length": length,
+                    "served": served.get((label, length)),
+                    **summary,
+                }
+                if length in warm_vs_cold:
+                    tasks[label][str(length)]["prefix_cache"] = warm_vs_cold[length]
+        if not tasks:
+            raise SamplesError(
+                f"{run.source}: no phasebench samples (docs without 'phase'/'base_id'); "
+                "are these phasebench tasks?"
+            )
+        out["runs"][run.name] = {"source": run.source, "tasks": tasks}
+    return out
+
+
+def _group(
+    task: str, samples: list[dict[str, Any]], identity: dict | None = None
+) -> tuple[dict[tuple[str, int], list[ScoredRecord]], dict[tuple[str, int], dict[str, Any]]]:
+    """Scored records per (task label, config length), and per group the server's witness:
+    how many samples' server counts agree with their labels, disagree, or were not reported,
+    and the first disagreement. A task run with several filters is several labels. Samples that
+    are not phasebench docs are left out, and so are samples whose server count disagrees (the
+    model read another sequence than the one the phases were computed for); a phasebench doc
+    with a broken field is refused with the sample's number. ``identity``, when given, gets
+    per group what identifies its split (:func:`_split_identity`)."""
+    filters = sorted({str(s.get("filter", "none")) for s in samples})
+    groups: dict[tuple[str, int], list[ScoredRecord]] = defaultdict(list)
+    served: dict[tuple[str, int], dict[str, Any]] = {}
+    docs: dict[tuple[str, int], list[tuple[Any, ...]]] = defaultdict(list)
+    # where each prompt was first seen, by id and by what places it (unit, phase, length, ...):
+    # a repeated or conflicting line would be averaged in as a sample of its own
+    seen: dict[tuple, int] = {}
+    for number, s in enumerate(samples, 1):
+        doc = s.get("doc")
+        if not isinstance(doc, dict) or "phase" not in doc or "base_id" not in doc:
+            continue
+        if is_warm(doc):  # a repeat run's second read: compared apart (cache_reads)
+            continue
+        where = f"{task} sample {number}"
+        missing = [k for k in DOC_FIELDS if k not in doc]
+        if missing:
+            raise SamplesError(f"{where}: doc has no {', '.join(missing)}")
+        # phase 1.5 or true is refused, never read as 1; a long text field that `leaderboard
+        # pack` dropped (logged as null) is not one report reads, so only its own need a value
+        checked = {k: v for k, v in doc.items() if v is not None or k in DOC_FIELDS}
+        if problem := row_problem(checked):
+            raise SamplesError(f"{where}: doc.{problem}")
+        length = doc.get("config_length", doc.get("length"))
+        if isinstance(length, bool) or not isinstance(length, int) or length < 0:
+            raise SamplesError(f"{where}: doc.config_length must be a token count (got {length!r})")
+        if doc["phase_modulus"] > MAX_MODULUS:  # refused before a P-wide table is allocated
+            raise SamplesError(
+                f"{where}: doc.phase_modulus {doc['phase_modulus']} is above {MAX_MODULUS}, the "
+                f"largest modulus a phasebench split has"
+            )
+        label = task if len(filters) == 1 else f"{task}/{s.get('filter', 'none')}"
+        key = (label, config_length(doc))
+        docs[key].append(_doc_identity(doc, s.get("doc_hash")))
+        try:
+            state = served_state(doc, s.get(SERVED_KEY))
+        except (SamplesError, KeyError, TypeError, ValueError) as exc:
+            raise SamplesError(f"{where}: {exc}") from None
+        if state is not None:  # through an API server
+            witness = served.setdefault(key, dict.fromkeys(SERVED_STATES, 0) | {"first": None})
+            witness[state] += 1
+        if state == "disagree":
+            if witness["first"] is None:
+                witness["first"] = {
+                    "id": str(doc.get("id", number)),
+                    "label": served_label(doc),
+                    "count": int(s[SERVED_KEY][1]),
+                }
+            continue
+        acc = _number(s.get("acc"), f"{where}: acc")
+        try:
+            family = get_family(str(doc["family"]))
+        except SpecError as exc:
+            raise SamplesError(f"{where}: doc {exc}") from None
+        margin = _number(s.get("margin"), f"{where}: margin") if family.has_margin else None
+        try:
+            record = scored_record(doc, acc, margin)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise SamplesError(f"{where}: doc field {exc} is missing or not a number") from None
+        if not 0 <= record.phase < record.modulus:
+            raise SamplesError(f"{where}: phase {record.phase} is not in 0..{record.modulus - 1}")
+        cell = (record.unit, record.phase, doc.get("length"), record.length_phase, record.pad)
+        ids = None if doc.get("id") is None else str(doc["id"])  # any JSON value, hashable
+        for what, ident in (("id", ids), ("prompt", cell)):
+            if ident is None:
+                continue
+            first = seen.setdefault((label, what, ident), number)
+            if first != number:
+                shown = f"doc.id {ascii(ident)[:80]}" if what == "id" else "its unit and phase"
+                raise SamplesError(
+                    f"{where}: {shown} repeats sample {first} of the same task (a prompt is "
+                    f"logged once; a repeated or conflicting line would be averaged in)"
+                )
+        groups[key].append(record)
+    if identity is not None:
+        identity.update({key: _split_identity(rows) for key, rows in docs.items()})
+    return groups, served
+
+
+#: What identifies the split a group of samples came from, in the order a mismatch is named.
+SPLIT_FIELDS = ("tokenizer_fingerprint", "family", "phase_modulus", "seed")
+
+
+def _doc_identity(doc: Mapping[str, Any], doc_hash: Any) -> tuple[Any, ...]:
+    """One logged doc's part of its split's identity: the split fields and the doc itself
+    (lm-eval's ``doc_hash`` of it, else its id, anchor and phases)."""
+    fields = tuple(str(doc.get(k)) for k in SPLIT_FIELDS)
+    if isinstance(doc_hash, str):
+        return (*fields, doc_hash)
+    where = (doc.get("id"), doc.get("anchor_index"), doc.get("phase"), doc.get("length_phase"))
+    return (*fields, json.dumps(where, sort_keys=True, default=str))
+
+
+def _split_identity(rows: list[tuple[Any, ...]]) -> dict[str, Any]:
+    """The split of a group: each field of :data:`SPLIT_FIELDS` (every value seen, sorted),
+    the number of docs and a digest of them all (equal docs, equal digest)."""
+    import hashlib
+
+    out: dict[str, Any] = {k: sorted({r[i] for r in rows}) for i, k in enumerate(SPLIT_FIELDS)}
+    out["docs"] = len(rows)
+    text = "\n".join(sorted(r[-1] for r in rows))
+    out["docs_digest"] = "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+    return out
+
+
+def _number(value: Any, what: str) -> float:
+    if isinstance(value, list | tuple):  # some lm-eval versions log [value]
+        value = value[0] if value else None
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise SamplesError(f"{what} is {value!r}, not a number; are these phasebench tasks?")
+    try:
+        number = float(value)
+    except ValueError:
+        raise SamplesError(f"{what} is {value!r}, not a number") from None
+    if not math.isfinite(number):
+        raise SamplesError(f"{what} is {value!r}; every sample needs a finite score")
+    return number
+
+
+def merge_reports(
+    computed: Iterable[dict[str, Any]], loaded: Iterable[dict[str, Any]]
+) -> dict[str, Any]:
+    """One report holding the runs of several (computed now or read back from JSON)."""
+    merged: dict[str, Any] | None = None
+    for rep in [*computed, *loaded]:
+        if merged is None:
+            merged = {**rep, "runs": dict(rep["runs"])}
+            continue
+        for name, body in rep["runs"].items():
+            key, i = name, 1
+            while key in merged["runs"]:
+                i += 1
+                key = f"{name} ({i})"
+            merged["runs"][key] = body
+    if merged is None:
+        raise SamplesError("nothing to report; pass an lm-eval output folder")
+    return merged
