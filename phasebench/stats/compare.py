@@ -23,13 +23,13 @@ from typing import Any
 import numpy as np
 
 from phasebench.errors import StatsError
-from phasebench.metrics import ALPHA, N_BOOT, N_PERM, SEED
 from phasebench.rng import derive_rng
 from phasebench.stats._common import _BLOCK_ELEMENTS, _jsonable, _quiet, _ratio
 from phasebench.stats.crossfit import CROSSFIT_BOOT_SPLITS, CROSSFIT_SPLITS, _random_halves
 from phasebench.stats.intervals import _percentile
 from phasebench.stats.paired import top_axis, unit_matrix
 from phasebench.stats.records import ScoredRecord
+from phasebench.stats.settings import ALPHA, N_BOOT, N_PERM, SEED
 
 #: Half-splits of the worst phase's permutation statistic (see :func:`compare_runs`).
 PERM_SPLITS = 20

@@ -21,11 +21,11 @@ from typing import Literal
 
 import numpy as np
 
-from phasebench.metrics import ALPHA, N_BOOT, SEED
 from phasebench.rng import derive_rng
 from phasebench.stats._common import _BLOCK_ELEMENTS, _quiet, _ratio
 from phasebench.stats.compare import _blocks, _crossfit
 from phasebench.stats.crossfit import CROSSFIT_BOOT_SPLITS, _random_halves
+from phasebench.stats.settings import ALPHA, N_BOOT, SEED
 
 Ranked = Literal["worst_phase_crossfit", "acc"]
 

@@ -10,7 +10,6 @@ from typing import Any
 import numpy as np
 
 from phasebench.errors import StatsError
-from phasebench.metrics import ALPHA, N_BOOT, N_PERM, SEED
 from phasebench.rng import derive_rng
 from phasebench.stats._common import (
     _check_alpha,
@@ -38,6 +37,7 @@ from phasebench.stats.periods import (
     period_spectrum,
 )
 from phasebench.stats.permutation import cochran_q, gap_p_value
+from phasebench.stats.settings import ALPHA, N_BOOT, N_PERM, SEED
 
 
 def phase_matrix(
