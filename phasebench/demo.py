@@ -336,7 +336,7 @@ def results_table(report: dict[str, Any], variants: tuple[str, ...] = DEMO_VARIA
     column and model name means."""
     import pandas as pd
 
-    from phasebench.metrics import ALPHA, N_PERM, format_p
+    from phasebench.metrics import ALPHA, N_PERM, RANKING, format_p
 
     rows, gaps = [], []
     n_perm = int((report.get("settings") or {}).get("n_perm") or N_PERM)
@@ -353,7 +353,7 @@ def results_table(report: dict[str, Any], variants: tuple[str, ...] = DEMO_VARIA
                     "model": variant,
                     "average": round(100 * entry["acc"], 1),
                     "lowest": round(100 * entry["lowest_phase"], 1),
-                    "worst x-fit": round(100 * entry["worst_phase_crossfit"], 1),
+                    "worst x-fit": round(100 * entry[RANKING.key], 1),
                     "gap": round(100 * entry["gap"], 1),
                     "gap 95% CI": f"[{100 * lo:.1f}, {100 * hi:.1f}]",
                     "p": format_p(entry["p_value"], n_perm) or "-",
