@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from phasebench.errors import SamplesError
+from phasebench.metrics import ALPHA
 from phasebench.rows import config_length
 from phasebench.samples import WARM_KEY, is_warm
 from phasebench.stats.cache import ReadPair
@@ -142,7 +143,7 @@ def _p(p: float) -> str:
 
 def cache_lines(entry: Mapping[str, Any]) -> list[str]:
     """Terminal lines of one comparison: the overall line, then the phases (needle, length)
-    whose own test is below 0.05, or a line saying none is."""
+    whose own test is below :data:`~phasebench.metrics.ALPHA`, or a line saying none is."""
     first, second = entry["first"], entry["second"]
     lines = [
         f"  prefix cache  {second} vs {first}: {entry['agree']}/{entry['n']} agree "
@@ -157,10 +158,10 @@ def cache_lines(entry: Mapping[str, Any]) -> list[str]:
         flagged = [
             f"{r} ({c['first_only']}/{c['second_only']}, p {_p(c['p'])})"
             for r, c in enumerate(cells)
-            if c["p"] < 0.05
+            if c["p"] < ALPHA
         ]
         if flagged:
             lines.append(f"                by {axis}: {'; '.join(flagged)}")
         elif cells:
-            lines.append(f"                by {axis}: no phase with p < 0.05")
+            lines.append(f"                by {axis}: no phase with p < {ALPHA}")
     return lines

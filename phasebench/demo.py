@@ -383,7 +383,7 @@ def results_legend(variants: tuple[str, ...] = DEMO_VARIANTS) -> str:
     """What :func:`results_table`'s columns and model names mean, for the lines under it."""
     import textwrap
 
-    from phasebench.metrics import ALPHA
+    from phasebench.metrics import ALPHA, N_PERM
     from phasebench.reference import CONTROL, VARIANTS
 
     names = []
@@ -409,7 +409,8 @@ def results_legend(variants: tuple[str, ...] = DEMO_VARIANTS) -> str:
         "worst x-fit: the worst phase chosen on half the base items and measured on the other "
         "half (unbiased; what the leaderboard ranks by)",
         "gap: best minus lowest phase, with its 95% bootstrap interval",
-        "p: permutation test of the phase labels (p < 0.001: no shuffle of 1,000 reached the gap)",
+        f"p: permutation test of the phase labels (p < {1 / N_PERM:g}: no shuffle of {N_PERM:,} "
+        "reached the gap)",
         "period: the dominant period of the phase profile (- none; 4 or 2: the data are "
         "consistent with both, the first is the one named)",
         f"phase effect: yes where p < {ALPHA:g}; finding: the largest such gap, the effect the "

@@ -53,6 +53,7 @@ __all__ = [
     "ALPHA_STRICT",
     "AXES",
     "BUILTIN",
+    "LEVEL",
     "LOCK_STRIDE",
     "METRIC_SETS",
     "N_BOOT",
@@ -79,6 +80,8 @@ __all__ = [
     "statistics",
 ]
 
+#: The intervals' confidence level, ``1 - ALPHA``, as every surface writes it ("95%").
+LEVEL = f"{1 - ALPHA:.0%}"
 #: What every surface writes for the weak phase of a flat profile (every phase scored the same):
 #: there is no weak phase to name. The exports leave the cell empty.
 FLAT = "none (flat)"

@@ -28,6 +28,7 @@ from phasebench._version import __version__
 from phasebench.atomic import atomic_copy, atomic_write_text, check_replaceable, staged_folder
 from phasebench.errors import OutputError
 from phasebench.leaderboard import charts
+from phasebench.specs import DEFAULT_MODULUS
 
 ASSETS = ("leaderboard.js", "compare.js", "style.css")
 #: Pages rendered from the method and the rules alone (no rows).
@@ -95,7 +96,7 @@ def unit_text(stat: metrics.Statistic) -> str:
     unit = {"%": "%", "pp": "pp", "tokens": "tokens", "nats": "nats"}.get(stat.unit, "")
     parts = [p for p in (stat.qualifier, unit) if p]
     text = ", ".join(parts)
-    return text + (" ± 95% CI" if stat.interval else "")
+    return text + (f" ± {metrics.LEVEL} CI" if stat.interval else "")
 
 
 def _site_columns() -> list[dict[str, Any]]:
@@ -267,6 +268,8 @@ def render_site(
         row_reader=lambda row: lambda stat: row.get(stat.column),
         summary_reader=lambda summary: lambda stat: stat.value(summary),
         ranking=metrics.RANKING,  # the statistic boards rank by: no template spells its key
+        default_modulus=DEFAULT_MODULUS,
+        level=metrics.LEVEL,  # the intervals' level ("95%"), read from metrics.ALPHA
     )
 
     def write(rel: str, template: str, **context: Any) -> None:

@@ -159,9 +159,9 @@ def _rank(rows: Sequence[dict], ci_key: str) -> list[int | None]:
 
 
 RANK_INTERVAL_NOTE = (
-    "the central 95% range of the places an entry takes over paired bootstrap resamples of the "
-    "base items (one resample drives every entry of a board; 1 + the number of entries above "
-    "it in that resample)"
+    f"the central {metrics.LEVEL} range of the places an entry takes over paired bootstrap "
+    "resamples of the base items (one resample drives every entry of a board; 1 + the number "
+    "of entries above it in that resample)"
 )
 
 
