@@ -272,7 +272,8 @@ def on_axes(stat: Statistic, axes: str) -> bool:
     return stat.axis == "any" or axes == "both" or stat.axis == axes
 
 
-#: The function that computes most built-in statistics of one phase matrix together.
+#: The functions of :mod:`phasebench.stats` that compute the built-in statistics
+#: (``computed_by``): the summary of one phase matrix computes most of them together.
 _SUMMARY = "phasebench.stats.summary.summarize"
 _PERMUTATION = "phasebench.stats.permutation.gap_p_value"
 _PERIODS = "phasebench.stats.periods.consistent_periods"
