@@ -21,6 +21,7 @@ from typing import Any
 
 from phasebench.errors import SamplesError
 from phasebench.formatting import TERMINAL, format_exact_p, format_value
+from phasebench.metrics import ALPHA
 from phasebench.rows import config_length
 from phasebench.samples import WARM_KEY, is_warm
 from phasebench.stats.cache import ReadPair
@@ -135,7 +136,7 @@ def arms_comparison(
 
 def cache_lines(entry: Mapping[str, Any]) -> list[str]:
     """Terminal lines of one comparison: the overall line, then the phases (needle, length)
-    whose own test is below 0.05, or a line saying none is."""
+    whose own test is below :data:`~phasebench.metrics.ALPHA`, or a line saying none is."""
     first, second = entry["first"], entry["second"]
     agreement, first_acc, second_acc = (
         format_value("%", entry[key], style=TERMINAL).strip()
@@ -154,10 +155,10 @@ def cache_lines(entry: Mapping[str, Any]) -> list[str]:
         flagged = [
             f"{r} ({c['first_only']}/{c['second_only']}, p {format_exact_p(c['p'])})"
             for r, c in enumerate(cells)
-            if c["p"] < 0.05
+            if c["p"] < ALPHA
         ]
         if flagged:
             lines.append(f"                by {axis}: {'; '.join(flagged)}")
         elif cells:
-            lines.append(f"                by {axis}: no phase with p < 0.05")
+            lines.append(f"                by {axis}: no phase with p < {ALPHA}")
     return lines

@@ -337,7 +337,7 @@ def results_table(report: dict[str, Any], variants: tuple[str, ...] = DEMO_VARIA
     import pandas as pd
 
     from phasebench.formatting import MARKDOWN, format_interval, format_p
-    from phasebench.metrics import ALPHA, N_PERM
+    from phasebench.metrics import ALPHA, N_PERM, RANKING
 
     rows, gaps = [], []
     n_perm = int((report.get("settings") or {}).get("n_perm") or N_PERM)
@@ -354,7 +354,7 @@ def results_table(report: dict[str, Any], variants: tuple[str, ...] = DEMO_VARIA
                     "model": variant,
                     "average": round(100 * entry["acc"], 1),
                     "lowest": round(100 * entry["lowest_phase"], 1),
-                    "worst x-fit": round(100 * entry["worst_phase_crossfit"], 1),
+                    "worst x-fit": round(100 * entry[RANKING.key], 1),
                     "gap": round(100 * entry["gap"], 1),
                     "gap 95% CI": format_interval("pp", (lo, hi), style=MARKDOWN),
                     "p": format_p(entry["p_value"], n_perm) or "-",
@@ -384,7 +384,7 @@ def results_legend(variants: tuple[str, ...] = DEMO_VARIANTS) -> str:
     """What :func:`results_table`'s columns and model names mean, for the lines under it."""
     import textwrap
 
-    from phasebench.metrics import ALPHA
+    from phasebench.metrics import ALPHA, N_PERM
     from phasebench.reference import CONTROL, VARIANTS
 
     names = []
@@ -410,7 +410,8 @@ def results_legend(variants: tuple[str, ...] = DEMO_VARIANTS) -> str:
         "worst x-fit: the worst phase chosen on half the base items and measured on the other "
         "half (unbiased; what the leaderboard ranks by)",
         "gap: best minus lowest phase, with its 95% bootstrap interval",
-        "p: permutation test of the phase labels (p < 0.001: no shuffle of 1,000 reached the gap)",
+        f"p: permutation test of the phase labels (p < {1 / N_PERM:g}: no shuffle of {N_PERM:,} "
+        "reached the gap)",
         "period: the dominant period of the phase profile (- none; 4 or 2: the data are "
         "consistent with both, the first is the one named)",
         f"phase effect: yes where p < {ALPHA:g}; finding: the largest such gap, the effect the "

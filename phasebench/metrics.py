@@ -9,18 +9,27 @@ task (:mod:`phasebench.lmeval.tasks`), ``phasebench report``, the leaderboard's 
 parquet exports and the site's templates all iterate over :func:`statistics`, so a statistic
 added here reaches every one of them, and none can quietly lack it.
 
-Adding a statistic is one :func:`register` call (or one entry in :data:`BUILTIN`) with the
-function that computes it (``compute``, given the phase matrices as :class:`PhaseData`); the
-built-in statistics are computed together by :func:`phasebench.stats.summarize` and have no
-``compute`` of their own.
+A statistic is one declaration: its key, label, unit, direction (``higher_is_better``),
+interval, whether boards rank by it (``ranks``: :data:`RANKING`, the only one) and its
+computation. Adding a statistic is one :func:`register` call (or one entry in :data:`BUILTIN`)
+with the function that computes it (``compute``, given the phase matrices as
+:class:`PhaseData`); :func:`phasebench.stats.summarize_samples` calls it and files the value
+under the key, and every surface shows it. A built-in statistic computed together with others
+(one paired bootstrap drives every interval, one permutation null gives the p-value and the null
+gap) names instead the function of :mod:`phasebench.stats` that computes it (``computed_by``,
+:meth:`Statistic.computation`); ``tests/test_metrics.py`` checks that each names one that exists
+and that a summary holds every built-in statistic. Readers never spell a statistic's key where
+they can ask its declaration: the ranking's readers ask :data:`RANKING`.
 
 The bootstrap and permutation settings every computation shares (:data:`N_BOOT`,
-:data:`N_PERM`, :data:`SEED`, :data:`ALPHA`) and the phase-lock stride live here too.
+:data:`N_PERM`, :data:`SEED`, :data:`ALPHA`), the power a design is judged by and the phase-lock
+stride are defined in :mod:`phasebench.stats.settings`, below both the declarations and the
+statistics, and re-exported here.
 """
 
 from __future__ import annotations
 
-import functools
+import importlib
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -28,11 +37,23 @@ from typing import Any, Literal
 
 from phasebench.errors import StatsError
 from phasebench.registry import Registry
+from phasebench.stats.settings import (
+    ALPHA,
+    ALPHA_STRICT,
+    LOCK_STRIDE,
+    N_BOOT,
+    N_PERM,
+    POWER,
+    PRELIMINARY_GAP,
+    SEED,
+)
 
 __all__ = [
     "ALPHA",
+    "ALPHA_STRICT",
     "AXES",
     "BUILTIN",
+    "LEVEL",
     "LOCK_STRIDE",
     "METRIC_SETS",
     "N_BOOT",
@@ -43,10 +64,10 @@ __all__ = [
     "FLAT",
     "POWER",
     "PRELIMINARY_GAP",
-    "detectable_gap",
     "current_metric",
     "get",
     "PhaseData",
+    "RANKING",
     "Statistic",
     "length_axis",
     "on_axes",
@@ -55,19 +76,8 @@ __all__ = [
     "statistics",
 ]
 
-#: Bootstrap resamples, permutations, statistics seed and level: the same everywhere a number
-#: is computed (lm-eval aggregates, ``phasebench report``, the leaderboard), so all agree.
-N_BOOT = 1000
-N_PERM = 1000
-SEED = 0
-ALPHA = 0.05
-#: DeepSeek-V4's CSA stride: the period the reported phase-lock rate tests code margins against.
-LOCK_STRIDE = 4
-#: Evidence strength: a run is *preliminary* when the gap test of its design (base items x
-#: phases) cannot detect a best-minus-lowest gap of :data:`PRELIMINARY_GAP` with :data:`POWER`
-#: (``phasebench power``'s simulation, at 50% accuracy where noise is largest, level ALPHA).
-PRELIMINARY_GAP = 0.20
-POWER = 0.8
+#: The intervals' confidence level, ``1 - ALPHA``, as every surface writes it ("95%").
+LEVEL = f"{1 - ALPHA:.0%}"
 #: What every surface writes for the weak phase of a flat profile (every phase scored the same):
 #: there is no weak phase to name. The exports leave the cell empty.
 FLAT = "none (flat)"
@@ -131,7 +141,7 @@ class Statistic:
     that returns the value, or ``(value, (lo, hi))`` when ``interval`` is set. ``axis``: the
     phase axis it describes (:data:`Axis`); an lm-eval task reports the statistics of the axes
     its config varies (:func:`on_axes`). ``permutation``: a permutation p-value, which at its
-    floor ``1 / (1 + n_perm)`` says only ``p < 1 / n_perm`` (:func:`format_p`).
+    floor ``1 / (1 + n_perm)`` says only ``p < 1 / n_perm`` (:func:`phasebench.formatting.format_p`).
     """
 
     key: str
@@ -162,6 +172,25 @@ class Statistic:
     #: phase): results files that carry them are still read (:func:`current_metric`), and no
     #: other statistic may take them.
     formerly: tuple[str, ...] = ()
+    #: Whether boards rank by it: exactly one statistic does (:data:`RANKING`), and every
+    #: reader of the ranking (the scoring, the site, the badges, the exports) asks for it.
+    ranks: bool = False
+    #: For a built-in statistic, the function of :mod:`phasebench.stats` that computes it, as
+    #: ``"module.function"`` (resolved by :meth:`computation`, not imported here: the
+    #: statistics import these declarations). Built-ins computed together (one bootstrap
+    #: drives every interval, one permutation null gives the p-value and the null gap) name
+    #: the function that computes them all.
+    computed_by: str | None = None
+
+    def computation(self) -> Callable[..., Any]:
+        """The function that computes this statistic: its ``compute``, or the function of
+        :mod:`phasebench.stats` that :attr:`computed_by` names."""
+        if self.compute is not None:
+            return self.compute
+        if self.computed_by is None:
+            raise StatsError(f"statistic {self.key!r} names no computation")
+        module, _, name = self.computed_by.rpartition(".")
+        return getattr(importlib.import_module(module), name)
 
     @property
     def column(self) -> str:
@@ -197,28 +226,9 @@ def _weak_phase(summary: Mapping[str, Any]) -> Any:
     return summary.get("lowest_phase_index")
 
 
-@functools.lru_cache(maxsize=256)
-def detectable_gap(n_base: int, phases: int) -> float:
-    """The smallest best-minus-lowest gap (fraction, on a 0.02 grid) that the gap test of a
-    design with ``n_base`` base items at ``phases`` phases detects with :data:`POWER`, by the
-    simulation of ``phasebench power`` (:func:`phasebench.stats.power_curve`) at 50% accuracy;
-    1.0 when no gap below 100 points is detected that often."""
-    from phasebench.stats import power_curve
-
-    if n_base < 1 or phases < 2:
-        return 1.0
-    grid = [k / 50 for k in range(1, 50)]
-    lo, hi = -1, len(grid)  # power rises with the gap: bisect for the first grid point
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if power_curve(n_base, 0.5, grid[mid], phases, ALPHA) >= POWER:
-            hi = mid
-        else:
-            lo = mid
-    return grid[hi] if hi < len(grid) else 1.0
-
-
 def _detectable(data: PhaseData) -> float:
+    from phasebench.stats.power import detectable_gap
+
     units, phases = data.matrix.shape
     return detectable_gap(int(units), int(phases))
 
@@ -258,21 +268,35 @@ def on_axes(stat: Statistic, axes: str) -> bool:
     return stat.axis == "any" or axes == "both" or stat.axis == axes
 
 
+#: The functions of :mod:`phasebench.stats` that compute the built-in statistics
+#: (``computed_by``): the summary of one phase matrix computes most of them together.
+_SUMMARY = "phasebench.stats.summary.summarize"
+_PERMUTATION = "phasebench.stats.permutation.gap_p_value"
+_PERIODS = "phasebench.stats.periods.consistent_periods"
+_COCHRAN = "phasebench.stats.permutation.cochran_q"
+_SAMPLES = "phasebench.stats.paired.summarize_samples"
+
+#: The statistic boards rank by (the only one with ``ranks``): every reader of the ranking
+#: asks for it here, and none spells its key.
+RANKING = Statistic(
+    "worst_phase_crossfit", "worst phase", "%", metric="acc_worst_phase_crossfit",
+    metric_set="compact", interval="worst_phase_crossfit_ci", qualifier="cross-fitted",
+    ranks=True, computed_by="phasebench.stats.crossfit.crossfit_worst",
+    help="the accuracy of the weakest phase, measured without selection bias: the base items "
+    "are split in half at random, the weakest phase is picked on one half and measured on "
+    "the other (both ways, averaged over many splits). The leaderboard ranks by it; the "
+    "lowest phase would reward small, noisy runs",
+)  # fmt: skip
+
 #: The built-in statistics, in the order tables, exports and the site show them.
 BUILTIN: tuple[Statistic, ...] = (
-    Statistic(
-        "worst_phase_crossfit", "worst phase", "%", metric="acc_worst_phase_crossfit",
-        metric_set="compact", interval="worst_phase_crossfit_ci", qualifier="cross-fitted",
-        help="the accuracy of the weakest phase, measured without selection bias: the base items "
-        "are split in half at random, the weakest phase is picked on one half and measured on "
-        "the other (both ways, averaged over many splits). The leaderboard ranks by it; the "
-        "lowest phase would reward small, noisy runs",
-    ),
+    RANKING,
     Statistic(
         "acc", "average", "%", metric="acc", metric_set="compact", interval="acc_ci",
         per_sample=True, axis="any",
         help="accuracy over all prompts, every phase weighted equally: what a benchmark "
         "with uniformly placed facts would report",
+        computed_by=_SUMMARY,
     ),
     Statistic(
         "gap", "gap", "pp", metric="phase_gap", metric_set="compact", higher_is_better=False,
@@ -280,24 +304,29 @@ BUILTIN: tuple[Statistic, ...] = (
         help="best phase minus lowest phase (both as measured, not cross-fitted), in percentage "
         "points; noise alone gives some gap (see null gap), so a gap counts only when it is "
         "significant",
+        computed_by=_SUMMARY,
     ),
     Statistic(
         "significant", "significant", "flag", shown_with="gap", symbol="*",
-        help="the gap clears the permutation null (p <= 0.05); marked *",
+        help=f"the gap clears the permutation null (p <= {ALPHA}); marked *",
+        computed_by=_PERMUTATION,
     ),
     Statistic(
         "p_value", "p", "p", metric="phase_gap_p_value", metric_set="compact", permutation=True,
         higher_is_better=None, shown_with="gap", symbol="p =",
         help="the share of within-item phase shuffles whose gap is at least the observed one",
+        computed_by=_PERMUTATION,
     ),
     Statistic(
         "null_gap_mean", "null gap", "pp", shown_with="gap", symbol="null gap",
         help="the gap expected with no phase effect at all: the mean gap over many shuffles of "
         "the phase labels within each base item",
+        computed_by=_PERMUTATION,
     ),
     Statistic(
         "null_gap_q95", "null gap, 95% quantile", "pp", shown_with="gap", site=False,
         symbol="95% of null gaps below", help="the 95% quantile of those shuffled gaps",
+        computed_by=_PERMUTATION,
     ),
     Statistic(
         "lowest_phase", "lowest phase", "%", metric="acc_lowest_phase", metric_set="compact",
@@ -305,6 +334,7 @@ BUILTIN: tuple[Statistic, ...] = (
         help="the lowest of the per-phase accuracies as measured; the minimum of noisy "
         "estimates, so biased low, the more so the fewer the items (the worst phase is its "
         "cross-fitted counterpart)",
+        computed_by=_SUMMARY,
     ),
     Statistic(
         "lowest_phase_index", "weak phase", "phase", shown_with="lowest_phase", symbol="weak",
@@ -313,15 +343,18 @@ BUILTIN: tuple[Statistic, ...] = (
         "the same (the exports leave it empty); a constant prefix (BOS, chat template) renames "
         "phases cyclically, so this can move between setups while the lowest phase and the gap "
         "do not",
+        computed_by=_SUMMARY,
     ),
     Statistic(
         "best_phase", "best phase", "%", metric="acc_best_phase", site=False,
         qualifier="plain maximum",
         help="the highest per-phase accuracy",
+        computed_by=_SUMMARY,
     ),
     Statistic(
         "best_phase_index", "strong phase", "phase", shown_with="best_phase", site=False,
         symbol="strong", help="which phase has the highest accuracy",
+        computed_by=_SUMMARY,
     ),
     Statistic(
         "dominant_period", "period", "tokens",
@@ -330,6 +363,7 @@ BUILTIN: tuple[Statistic, ...] = (
         "significant gap. Chunked compression with stride S shows period S or a multiple of "
         "it (a chunk of 6 read at modulus 12 can show period 12); — means no pattern beyond "
         "noise",
+        computed_by=_PERIODS,
     ),
     Statistic(
         "detectable_gap", "detectable gap", "pp", higher_is_better=None, axis="any",
@@ -350,45 +384,53 @@ BUILTIN: tuple[Statistic, ...] = (
         "consistent_periods", "consistent periods", "tokens", shown_with="dominant_period",
         symbol="consistent with",
         help="every period the data are consistent with, the named one first: a second one "
-        "is shown where the rule names another period at the stricter level 0.01, i.e. "
+        f"is shown where the rule names another period at the stricter level {ALPHA_STRICT}, i.e. "
         "where the data do not decide between the two (docs/stats.md measures how often)",
+        computed_by=_PERIODS,
     ),
     Statistic(
         "cochran_q", "Cochran Q", "number", exported=False, site=False,
         help="Cochran's Q over the phases (0/1 outcomes, complete items)",
+        computed_by=_COCHRAN,
     ),
     Statistic(
         "cochran_p", "Cochran p", "p", exported=False, site=False, shown_with="cochran_q",
         symbol="p =", help="p-value of Cochran's Q",
+        computed_by=_COCHRAN,
     ),
     Statistic(
         "margin", "margin", "nats", metric="margin", interval="margin_ci", per_sample=True,
         needs_margin=True, exported=False, site=False,
         help="code: log p(right) minus log p(best distractor), phase-balanced mean",
+        computed_by=_SAMPLES,
     ),
     Statistic(
         "margin_lowest_phase", "margin, lowest phase", "nats", metric="margin_lowest_phase",
         metric_set="compact", needs_margin=True, exported=False, site=False,
         formerly=("margin_worst_phase",),
         help="code: the lowest per-phase mean margin",
+        computed_by=_SAMPLES,
     ),
     Statistic(
         "phase_lock_rate", "phase-lock rate", "%", metric="phase_lock_rate",
         needs_margin=True, site=False, terminal=False, read=_lock_rate,
         help=f"code: share of margin sign patterns over the padding sweep that repeat every "
         f"{LOCK_STRIDE} tokens",
+        computed_by="phasebench.stats.periods.phase_lock_rate",
     ),
     Statistic(
         "per_phase", "phase", "%", metric="acc_phase", per_phase=True, terminal=False,
         site=False, help="accuracy at each phase",
+        computed_by=_SUMMARY,
     ),
     Statistic(
         "length_worst_phase_crossfit", "worst length phase", "%",
         metric="acc_worst_length_phase_crossfit", metric_set="compact", axis="length",
         site=False, terminal=False, qualifier="cross-fitted",
-        read=_on_length_axis("worst_phase_crossfit"),
+        read=_on_length_axis(RANKING.key),
         help="the length-phase axis (total prompt length mod P, the needle fixed): the worst "
         "length phase, cross-fitted as the worst phase is, each needle phase paired",
+        computed_by=_SAMPLES,
     ),
     Statistic(
         "length_lowest_phase", "lowest length phase", "%", metric="acc_lowest_length_phase",
@@ -397,12 +439,14 @@ BUILTIN: tuple[Statistic, ...] = (
         formerly=("acc_worst_length_phase",),
         help="the length-phase axis: the lowest per-length-phase accuracy as measured (biased "
         "low, as the lowest phase is), each needle phase paired",
+        computed_by=_SAMPLES,
     ),
     Statistic(
         "length_gap", "length gap", "pp", metric="length_phase_gap", metric_set="compact",
         higher_is_better=False, axis="length", site=False, terminal=False,
         read=_on_length_axis("gap"),
         help="the length-phase axis: best length phase minus lowest, in percentage points",
+        computed_by=_SAMPLES,
     ),
     Statistic(
         "length_p_value", "length p", "p", metric="length_phase_gap_p_value", permutation=True,
@@ -410,6 +454,7 @@ BUILTIN: tuple[Statistic, ...] = (
         terminal=False, shown_with="length_gap", symbol="p =",
         read=_on_length_axis("p_value"),
         help="the length-phase axis: the permutation p-value of its gap",
+        computed_by=_SAMPLES,
     ),
     Statistic(
         "length_period", "length period", "tokens", metric="length_phase_period",
@@ -417,6 +462,7 @@ BUILTIN: tuple[Statistic, ...] = (
         terminal=False, read=_on_length_axis("dominant_period"),
         help="the length-phase axis: its period in tokens, named only for a significant gap "
         "(lm-eval reports 0 where there is none)",
+        computed_by=_SAMPLES,
     ),
 )  # fmt: skip
 
@@ -426,6 +472,9 @@ def _names(statistic: Statistic) -> tuple[str, ...]:
     names it had before."""
     return (statistic.key, statistic.metric or "", *statistic.formerly)
 
+
+if [stat.key for stat in BUILTIN if stat.ranks] != [RANKING.key]:  # a slip in the table above
+    raise StatsError("exactly one built-in statistic ranks the boards: RANKING")
 
 _REGISTRY: Registry[Statistic] = Registry("statistic", StatsError)
 for _builtin in BUILTIN:
@@ -439,10 +488,14 @@ def statistics() -> tuple[Statistic, ...]:
 
 def register(statistic: Statistic) -> Statistic:
     """Declare one more statistic; it needs a ``compute`` (the built-in summary does not know
-    it) and a key and metric name no other statistic has (:class:`phasebench.registry.Registry`).
-    Returns it."""
+    it), a key and metric name no other statistic has (:class:`phasebench.registry.Registry`),
+    and no ``ranks`` (boards rank by :data:`RANKING` alone). Returns it."""
     if statistic.compute is None:
         raise StatsError(f"statistic {statistic.key!r} needs a compute function")
+    if statistic.ranks:
+        raise StatsError(
+            f"statistic {statistic.key!r} cannot rank the boards: {RANKING.key!r} does"
+        )
     return _REGISTRY.add(statistic, _names(statistic))
 
 

@@ -20,6 +20,7 @@ from phasebench.leaderboard.provenance import command
 from phasebench.leaderboard.render import badge_path, board_page, build_site, filter_options
 from phasebench.leaderboard.score import score
 from phasebench.leaderboard.validate import validate_all
+from phasebench.stats import detectable_gap
 from support.submissions import TASKS, make_submission, split_rows
 
 BUILT = "2026-01-02"
@@ -73,7 +74,7 @@ def test_fixtures_are_not_ranked_and_small_designs_are_preliminary(built):
     row = page[page.index('href="../' + fixture["page"]) :]
     assert "test fixture, not ranked" in row[: row.index("</tr>")]
     # 16 base items x 8 phases cannot see a 20-point gap at 80% power
-    need = metrics.detectable_gap(16, 8)
+    need = detectable_gap(16, 8)
     assert need > metrics.PRELIMINARY_GAP
     flat = _row(board, "acme/flat")
     assert flat["preliminary"] is True and flat["detectable_gap"] == pytest.approx(need)
@@ -84,7 +85,7 @@ def test_fixtures_are_not_ranked_and_small_designs_are_preliminary(built):
     assert "No leader: every entry ranked first is preliminary" in card
     assert "Leader:" not in card
     # a design that can see the gap is not preliminary
-    assert metrics.detectable_gap(512, 8) <= metrics.PRELIMINARY_GAP
+    assert detectable_gap(512, 8) <= metrics.PRELIMINARY_GAP
 
 
 def _cells(page: str, model_page: str) -> dict[str, str]:

@@ -111,7 +111,7 @@ def test_supersedes_replaces_the_same_variant_only(tmp_path, submission_rows, re
 @pytest.mark.slow
 def test_one_model_on_two_serving_stacks_is_two_rows(tmp_path, submission_rows, regen_cache):
     from phasebench.leaderboard.render import board_page
-    from phasebench.leaderboard.score import flat_table, write_tables
+    from phasebench.leaderboard.tables import flat_table, write_tables
 
     vllm = {"engine": "vllm", "version": "0.28.0", "flags": ["prefix-caching", "chunked-prefill"]}
     sglang = {"engine": "sglang", "version": "0.5.2"}

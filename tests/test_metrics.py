@@ -80,6 +80,39 @@ def test_register_refuses_a_taken_name_or_no_function():
         metrics.register(metrics.Statistic("gap", "gap", "pp", compute=lambda d: 0.0))
     with pytest.raises(StatsError, match="compute"):
         metrics.register(metrics.Statistic("new_one", "new", "%"))
+    with pytest.raises(StatsError, match="cannot rank"):
+        metrics.register(
+            metrics.Statistic("new_one", "new", "%", ranks=True, compute=lambda d: 0.0)
+        )
+
+
+def test_every_built_in_statistic_is_declared_with_its_computation():
+    """Each built-in statistic names the function of phasebench.stats that computes it (or has
+    its own ``compute``), that function exists, and a summary of scored samples holds a value
+    for every one (a margin family's, both axes' where both ran)."""
+    import inspect
+
+    from phasebench.stats import summarize_samples
+
+    for stat in metrics.BUILTIN:
+        assert (stat.compute is None) != (stat.computed_by is None), stat.key
+        function = stat.computation()
+        assert callable(function), stat.key
+        if stat.computed_by is not None:
+            assert stat.computed_by.startswith("phasebench.stats."), stat.key
+            assert inspect.getmodule(function).__name__ == stat.computed_by.rpartition(".")[0]
+    rng = np.random.default_rng(0)
+    right = rng.random((8, 4, 4)) < 0.5  # one 0/1 outcome per (base item, phase, length phase)
+    records = [
+        (512, 4, f"b{b}", pad % 4, float(right[b, pad % 4, q]), float(rng.normal()), pad, q)
+        for b in range(8)
+        for pad in range(8)  # a sweep of two periods: its phase-lock rate at stride 4
+        for q in range(4)
+    ]
+    summary = summarize_samples(records, n_boot=20, n_perm=20)
+    missing = [s.key for s in metrics.BUILTIN if s.value(summary) is None]
+    # a period is named only for a significant gap, the weak phase is None for a flat profile
+    assert set(missing) <= {"dominant_period", "length_period", "lowest_phase_index"}, missing
 
 
 def test_a_registered_statistic_reaches_the_report_and_exports(

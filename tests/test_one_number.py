@@ -176,3 +176,26 @@ def test_one_statistic_has_one_name_everywhere(three_views, key, capsys):
     assert label in printed and formatting.format_value(stat, value).rstrip("%") in printed
     for summary in (report[task][length], boards[(task, length)], row):
         assert "worst_phase" not in summary and "worst_phase_index" not in summary
+
+
+#: Package files that may spell the ranking statistic's key: its declaration and the summary
+#: that computes it (the ``PhaseSummary`` field), and one to spare.
+MAX_FILES_SPELLING_THE_RANKING = 3
+
+
+def test_the_ranking_statistic_is_spelled_where_it_is_declared_only():
+    """Every reader of the ranking (scoring, rank intervals, the two-run comparison, charts,
+    badges, cards, the site's templates) asks :data:`phasebench.metrics.RANKING`, so renaming
+    the statistic boards rank by is one edit, not sixteen. Templates count as package files."""
+    package = Path(metrics.__file__).parent
+    spelled = sorted(
+        str(path.relative_to(package))
+        for path in package.rglob("*")
+        if path.is_file()
+        and path.suffix in (".py", ".j2", ".js", ".css", ".yaml")
+        and metrics.RANKING.key in path.read_text(encoding="utf-8")
+    )
+    assert "metrics.py" in spelled  # the check itself reads the files it should
+    assert len(spelled) <= MAX_FILES_SPELLING_THE_RANKING, spelled
+    ranking = [s for s in metrics.statistics() if s.ranks]
+    assert ranking == [metrics.RANKING] and metrics.RANKING.interval

@@ -146,7 +146,8 @@ def test_a_staged_run_that_stopped_significant_is_accepted_and_marked(
     assert row["note"].startswith("staged run: stopped at look 1 of 4") and row["n_base"] == 8
     # a stop on a significant gap is a reading at the design's strength (64 base items), not at
     # the 8 it sent; the model page shows the same mark as the row
-    from phasebench.metrics import PRELIMINARY_GAP, detectable_gap
+    from phasebench.metrics import PRELIMINARY_GAP
+    from phasebench.stats import detectable_gap
 
     assert row["detectable_gap"] == detectable_gap(N_BASE, 8) < detectable_gap(8, 8)
     assert row["preliminary"] is (detectable_gap(N_BASE, 8) > PRELIMINARY_GAP)
@@ -158,7 +159,7 @@ def test_a_staged_run_that_stopped_significant_is_accepted_and_marked(
 
 def test_a_staged_stop_reads_at_its_designs_strength_and_nothing_else_does():
     from phasebench.leaderboard.staged import reading
-    from phasebench.metrics import detectable_gap
+    from phasebench.stats import detectable_gap
 
     summary = {"per_phase": [{"acc": 1.0}] * 8, "detectable_gap": 1.0, "preliminary": True}
     mark = {"look": 1, "looks": 4, "n_base": 24, "n_base_design": 192, "verdict": "significant"}

@@ -502,6 +502,7 @@ STATS_API = [
     "compare_runs",
     "consistent_periods",
     "crossfit_worst",
+    "detectable_gap",
     "divisors",
     "dominant_period",
     "fold",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from phasebench.cli import _args
-from phasebench.metrics import ALPHA
+from phasebench.metrics import ALPHA, POWER
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -20,7 +20,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     pw.add_argument("--gap", type=float, required=True, help="best - lowest phase, e.g. 0.06")
     _args.modulus(pw, "phase modulus")
     pw.add_argument("--alpha", type=float, default=ALPHA, help="significance level")
-    pw.add_argument("--power", type=float, default=0.8, help="wanted power")
+    pw.add_argument("--power", type=float, default=POWER, help="wanted power")
     pw.add_argument(
         "--split",
         metavar="DIR",

@@ -114,6 +114,7 @@ def _train(args: argparse.Namespace) -> int:
 def _evaluate(args: argparse.Namespace) -> int:
     import torch
 
+    from phasebench.metrics import RANKING
     from phasebench.reference.evaluate import evaluate_folder, phase_summary
 
     torch.set_num_threads(args.threads)
@@ -121,7 +122,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     summary = phase_summary(result).to_dict()
     keep = (
         "acc",
-        "worst_phase_crossfit",
+        RANKING.key,
         "lowest_phase",
         "best_phase",
         "gap",

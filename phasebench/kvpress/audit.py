@@ -31,6 +31,7 @@ from typing import Any
 
 from phasebench.atomic import atomic_file, atomic_write_text, staged_folder
 from phasebench.errors import PhasebenchError
+from phasebench.metrics import RANKING
 
 #: The audited presses, by short name: the press, its inner scorer and fixed fields. The
 #: compression ratio is added per run (``press_args``).
@@ -284,7 +285,7 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
         lines.append(
             f"| {row['press']} | {pct(s['acc'])} | "
             f"{pct(s['lowest_phase'])} ({s['lowest_phase_index']}) | "
-            f"{pct(s['worst_phase_crossfit'])} | "
+            f"{pct(s[RANKING.key])} | "
             f"{pct(s['gap'])} [{pct(lo)}, {pct(hi)}] | {s['p_value']:.2g} | "
             f"{s['dominant_period'] or 'none'} | {row['cpu_s_per_prompt']:.2f} |"
         )

@@ -149,7 +149,7 @@ def scatter_svg(
     out.append(f'<line class="diagonal" x1="{f.x(0)}" y1="{f.y(0)}" x2="{f.x(1)}" y2="{f.y(1)}"/>')
     shown = []
     for index, row in enumerate(rows):
-        acc, worst = row.get("acc"), row.get("worst_phase_crossfit")
+        acc, worst = row.get("acc"), row.get(metrics.RANKING.column)
         if acc is not None and worst is not None:
             shown.append((index, f.x(acc), f.y(worst)))
     numbered = shown[:NUMBERED]
@@ -157,7 +157,7 @@ def scatter_svg(
     where = {i: spot for (i, _, _), spot in zip(numbered, spots, strict=True)}
     for index, x, y in shown:
         row, name = rows[index], escape(labels[index])
-        acc, worst = row["acc"], row["worst_phase_crossfit"]
+        acc, worst = row["acc"], row[metrics.RANKING.column]
         text = ""
         spot = where.get(index)
         if spot is not None:
@@ -166,7 +166,7 @@ def scatter_svg(
                 f"{index + 1}</text>"
             )
         bars = ""
-        w_lo, w_hi = row.get("worst_phase_crossfit_ci") or (None, None)
+        w_lo, w_hi = row.get(metrics.RANKING.column_interval) or (None, None)
         a_lo, a_hi = row.get("acc_ci") or (None, None)
         if w_lo is not None and w_hi is not None:
             bars += f'<line class="ci" x1="{x}" x2="{x}" y1="{f.y(w_lo)}" y2="{f.y(w_hi)}"/>'

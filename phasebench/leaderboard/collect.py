@@ -242,7 +242,10 @@ def file_sha256(path: Path) -> str:
 #: characters, line and paragraph separators, the byte-order mark). Kept in step with the
 #: text patterns of ``submission.schema.json``.
 INVISIBLE = "\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff"
-_MARK_TEXT = re.compile(f"^[^<>{INVISIBLE}]{{1,1000}}$")
+#: The most characters a maintainer's mark may hold: its ``note``, and its ``reproduced_by``.
+MAX_NOTE = 1000
+MAX_BY = 100
+_MARK_TEXT = re.compile(f"^[^<>{INVISIBLE}]{{1,{MAX_NOTE}}}$")
 _MARK_DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 MARK_KEYS = {"reproduced_by", "date", "note", "files", "phasebench_version"}
@@ -265,11 +268,11 @@ def _read_reproduced(path: Path, data_files: list[Path]) -> dict[str, str] | Non
     if unknown:
         raise Refused("reproduced", path, f"unknown field(s) {', '.join(map(ascii, unknown))}")
     by, date, note = mark.get("reproduced_by"), mark.get("date"), mark.get("note", "")
-    if not mark_text_ok(by, 100):
+    if not mark_text_ok(by, MAX_BY):
         raise Refused("reproduced", path, "reproduced_by must name who re-ran it (plain text)")
     if not isinstance(date, str) or not _MARK_DATE.match(date):
         raise Refused("reproduced", path, "date must be YYYY-MM-DD")
-    if note != "" and not mark_text_ok(note, 1000):
+    if note != "" and not mark_text_ok(note, MAX_NOTE):
         raise Refused("reproduced", path, "note must be plain text")
     files = mark.get("files")
     if not isinstance(files, dict) or not all(

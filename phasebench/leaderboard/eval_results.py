@@ -73,7 +73,7 @@ def _family(task: str) -> str:
 
 def _notes(row: Mapping[str, Any], variant: str | None) -> str:
     # the site's words and formatter (phasebench.formatting), so a card reads like the board
-    worst, acc, gap = (metrics.get(k) for k in ("worst_phase_crossfit", "acc", "gap"))
+    worst, acc, gap = metrics.RANKING, metrics.get("acc"), metrics.get("gap")
     gap_text = format_value(gap, row.get(gap.column))
     interval = format_interval(gap, row.get(gap.column_interval))
     parts = []
@@ -134,7 +134,7 @@ def _entry(board: Mapping[str, Any], row: Mapping[str, Any], dataset_id: str, si
     axis = row.get("axis", "needle")
     if axis not in metrics.AXES:
         raise ValueError(f"axis {ascii(axis)[:40]} is not one of {', '.join(metrics.AXES)}")
-    worst = _number(row, "worst_phase_crossfit")
+    worst = _number(row, metrics.RANKING.column)
     if worst is None:
         raise ValueError("it has no cross-fitted worst phase")
     for key in ("acc", "gap"):

@@ -29,6 +29,7 @@ from phasebench.atomic import atomic_copy, atomic_write_text, check_replaceable,
 from phasebench.errors import OutputError
 from phasebench.formatting import format_interval, format_note, format_value
 from phasebench.leaderboard import charts
+from phasebench.specs import DEFAULT_MODULUS
 
 ASSETS = ("leaderboard.js", "compare.js", "style.css")
 #: Pages rendered from the method and the rules alone (no rows).
@@ -73,7 +74,7 @@ def unit_text(stat: metrics.Statistic) -> str:
     unit = {"%": "%", "pp": "pp", "tokens": "tokens", "nats": "nats"}.get(stat.unit, "")
     parts = [p for p in (stat.qualifier, unit) if p]
     text = ", ".join(parts)
-    return text + (" ± 95% CI" if stat.interval else "")
+    return text + (f" ± {metrics.LEVEL} CI" if stat.interval else "")
 
 
 def _site_columns() -> list[dict[str, Any]]:
@@ -244,6 +245,9 @@ def render_site(
         unit_text=unit_text,
         row_reader=lambda row: lambda stat: row.get(stat.column),
         summary_reader=lambda summary: lambda stat: stat.value(summary),
+        ranking=metrics.RANKING,  # the statistic boards rank by: no template spells its key
+        default_modulus=DEFAULT_MODULUS,
+        level=metrics.LEVEL,  # the intervals' level ("95%"), read from metrics.ALPHA
     )
 
     def write(rel: str, template: str, **context: Any) -> None:
@@ -416,8 +420,8 @@ def _compare_data(b: Mapping[str, Any], pairs: Mapping[str, Any] | None) -> dict
     shown = {}
     for key, result in (pairs or {}).items():
         lines = []
-        for name in ("gap", "worst_phase_crossfit"):
-            stat, part = metrics.get(name), result[name]
+        for stat in (metrics.get("gap"), metrics.RANKING):
+            part = result[stat.key]
             diff = metrics.Statistic("d", "d", "pp")
             lines.append(
                 {
@@ -453,7 +457,7 @@ def badge_path(board_slug: str, page: str | None = None) -> str:
 def _write_badges(out: Path, b: Mapping[str, Any]) -> list[Path]:
     """The board's badge (its leader, or why it has none) and one per entry (worst phase,
     average, gap; marked when preliminary or a test fixture): small SVGs a model card links."""
-    worst, acc, gap = (metrics.get(k) for k in ("worst_phase_crossfit", "acc", "gap"))
+    worst, acc, gap = metrics.RANKING, metrics.get("acc"), metrics.get("gap")
     short = f"phasebench {b['task'].removeprefix('phasebench_')}@{b['length']} m{b['modulus']}"
     written = []
     if b["leaders"]:
@@ -522,7 +526,7 @@ def build_site(
     every page, next to the phasebench version. With ``submissions`` (the folder validated),
     each entry's results and per-sample logs are published beside its page
     (:func:`_copy_details`)."""
-    from phasebench.leaderboard.score import write_tables
+    from phasebench.leaderboard.tables import write_tables
 
     out = Path(out)
     board = {**board, "built": built or _build_date()}

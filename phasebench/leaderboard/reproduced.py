@@ -21,6 +21,8 @@ from phasebench._version import __version__
 from phasebench.atomic import atomic_write_text
 from phasebench.errors import SubmissionsError
 from phasebench.leaderboard.collect import (
+    MAX_BY,
+    MAX_NOTE,
     REPRODUCED_FILE,
     RESULTS_NAME,
     SAMPLES_NAME,
@@ -39,11 +41,13 @@ def mark_reproduced(
     folder = Path(folder)
     if not (folder / SUBMISSION_FILE).is_file():
         raise SubmissionsError(f"{str(folder)!r} is not a submission folder (no {SUBMISSION_FILE})")
-    if not mark_text_ok(by, 100):
-        raise SubmissionsError("--by must name who re-ran it: 1-100 characters, no < > or controls")
-    if note and not mark_text_ok(note, 1000):
+    if not mark_text_ok(by, MAX_BY):
         raise SubmissionsError(
-            "--note must be plain text: at most 1000 characters, no < > or controls"
+            f"--by must name who re-ran it: 1-{MAX_BY} characters, no < > or controls"
+        )
+    if note and not mark_text_ok(note, MAX_NOTE):
+        raise SubmissionsError(
+            f"--note must be plain text: at most {MAX_NOTE} characters, no < > or controls"
         )
     target = folder / REPRODUCED_FILE
     if target.exists() and not replace:

@@ -1,5 +1,6 @@
-"""Scores from validated samples, through :mod:`phasebench.stats` only; writes the JSON, CSV and
-parquet files the site is rendered from (compute -> JSON -> render).
+"""Scores from validated samples, through :mod:`phasebench.stats` only: the board the JSON, CSV
+and parquet files are written from (:mod:`phasebench.leaderboard.tables`) and the site is
+rendered from (compute -> JSON -> render).
 
 One leaderboard row per (submission, task, length). A *board* is one task at one length, phase
 modulus, phase axis and set of phases (:func:`_board_key`): a minimum over 12 phases is not
@@ -15,8 +16,8 @@ called a board's leader.
 
 Every ranked row says how it was checked (``evidence``): ``recomputed`` from the submitted logs
 (validation proves the logs consistent, not that the model wrote them), or ``reproduced`` when a
-maintainer re-ran the model and marked it (``reproduced.yaml``, shown with who and when). CSV
-cells that a spreadsheet would run as a formula are written with a leading ``'``.
+maintainer re-ran the model and marked it (``reproduced.yaml``, shown with who and when). What
+the boards found is read off the rows by :mod:`phasebench.leaderboard.readings`.
 """
 
 from __future__ import annotations
@@ -35,10 +36,10 @@ import pandas as pd
 
 from phasebench import metrics
 from phasebench._version import __version__
-from phasebench.atomic import atomic_file, atomic_write_text, make_folder
 from phasebench.leaderboard import staged as _staged
 from phasebench.leaderboard.checks import WITNESSED
-from phasebench.leaderboard.presses import SETTING_AXES, describe_kv_cache
+from phasebench.leaderboard.presses import describe_kv_cache
+from phasebench.leaderboard.readings import findings, settings
 from phasebench.leaderboard.summaries import board_summary
 from phasebench.leaderboard.validate import Outcome, Submission
 from phasebench.samples import ScoredRecord
@@ -158,9 +159,9 @@ def _rank(rows: Sequence[dict], ci_key: str) -> list[int | None]:
 
 
 RANK_INTERVAL_NOTE = (
-    "the central 95% range of the places an entry takes over paired bootstrap resamples of the "
-    "base items (one resample drives every entry of a board; 1 + the number of entries above "
-    "it in that resample)"
+    f"the central {metrics.LEVEL} range of the places an entry takes over paired bootstrap "
+    "resamples of the base items (one resample drives every entry of a board; 1 + the number "
+    "of entries above it in that resample)"
 )
 
 
@@ -247,7 +248,7 @@ def _rank_intervals(
     from phasebench.stats.ranks import rank_intervals
 
     ranked = [r for r in members if not r.get("fixture")]
-    for key, statistic in (("rank_worst_interval", "worst_phase_crossfit"),
+    for key, statistic in (("rank_worst_interval", metrics.RANKING.key),
                            ("rank_average_interval", "acc")):  # fmt: skip
         for row in members:
             row[key] = None
@@ -260,85 +261,6 @@ def _rank_intervals(
 def _anchor(row: Mapping[str, Any]) -> str:
     """The row's permalink id on its board page: its model page's name (one per entry)."""
     return "e-" + Path(str(row["page"])).stem
-
-
-def _finding_row(row: Mapping[str, Any]) -> dict[str, Any]:
-    keys = ("model", "variant", "page", "anchor", "kv_label", "gap", "gap_ci", "p_value",
-            "dominant_period", "consistent_periods", "worst_phase_crossfit", "acc",
-            "preliminary", "n_base")  # fmt: skip
-    return {k: row.get(k) for k in keys}
-
-
-def findings(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """What each board found, boards with a significant gap first (largest gap first), then
-    the others in board order: the number of ranked entries and of those with a significant
-    gap, the entry with the largest significant gap, and, beside it, a control (the ranked
-    entry without a significant gap whose gap is smallest), each with the numbers the site
-    shows. Selection among rows only; every number is the row's own."""
-    out = []
-    for board in sorted({r["board"] for r in rows}):
-        members = [r for r in rows if r["board"] == board]
-        ranked = [r for r in members if not r.get("fixture")]
-        significant = [r for r in ranked if r.get("significant")]
-        flat = [r for r in ranked if not r.get("significant")]
-        largest = max(significant, key=lambda r: r.get("gap") or 0.0, default=None)
-        control = min(flat, key=lambda r: (r.get("gap") or 0.0, -(r.get("acc") or 0.0)),
-                      default=None)  # fmt: skip
-        out.append(
-            {
-                "board": board,
-                "n_entries": len(members),
-                "n_ranked": len(ranked),
-                "n_significant": len(significant),
-                "n_preliminary": sum(bool(r.get("preliminary")) for r in ranked),
-                "largest": _finding_row(largest) if largest else None,
-                "control": _finding_row(control) if control and significant else None,
-            }
-        )
-    out.sort(key=lambda f: (f["largest"] is None, -((f["largest"] or {}).get("gap") or 0.0)))
-    return out
-
-
-def settings(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Methods across settings: for each model, task and KV-cache method whose ranked entries
-    differ in one of the method's :data:`~phasebench.leaderboard.presses.SETTING_AXES` (chunk
-    length, block size, compression ratio) with the other parameters fixed, one series: the
-    parameter's values in order and, at each, every entry (on whichever board) with its gap,
-    interval, p-value and marks. Selection among rows only; every number is the row's own."""
-    groups: dict[tuple, list[Mapping[str, Any]]] = {}
-    for row in rows:
-        params = row.get("kv_parameters") or {}
-        if row.get("fixture") or row.get("gap") is None:
-            continue
-        for axis in SETTING_AXES:
-            if axis not in params:
-                continue
-            fixed = tuple(sorted((k, str(v)) for k, v in params.items() if k != axis))
-            key = (row["model"], row["task"], row["kv_method"], axis, fixed)
-            groups.setdefault(key, []).append(row)
-    out = []
-    for (model, task, method, axis, fixed), members in sorted(groups.items(), key=str):
-        values = sorted({r["kv_parameters"][axis] for r in members})
-        if len(values) < 2:
-            continue
-        keys = ("board", "variant", "page", "anchor", "length", "modulus", "n_base", "gap",
-                "gap_ci", "p_value", "significant", "preliminary", "dominant_period")  # fmt: skip
-        points = sorted(
-            ({"value": r["kv_parameters"][axis], **{k: r.get(k) for k in keys}} for r in members),
-            key=lambda p: (p["value"], p["board"], p["variant"] or ""),
-        )
-        out.append(
-            {
-                "model": model,
-                "task": task,
-                "method": method,
-                "axis": axis,
-                "fixed": dict(fixed),
-                "values": values,
-                "points": points,
-            }
-        )
-    return out
 
 
 def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -429,7 +351,7 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
     rows = cleaned
     for board in sorted({r["board"] for r in rows}):
         members = [r for r in rows if r["board"] == board]
-        for row, rank in zip(members, _rank(members, "worst_phase_crossfit_ci"), strict=True):
+        for row, rank in zip(members, _rank(members, metrics.RANKING.column_interval), strict=True):
             row["rank_worst"] = rank
         for row, rank in zip(members, _rank(members, "acc_ci"), strict=True):
             row["rank_average"] = rank
@@ -439,7 +361,7 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
             r["board"],
             r["rank_worst"] is None,
             r["rank_worst"] or 0,
-            -(r["worst_phase_crossfit"] or 0),
+            -(r[metrics.RANKING.column] or 0),
             r["model"],
             r["variant"] or "",
         )
@@ -594,133 +516,3 @@ def serving_witness(sub: Submission) -> str | None:
     if not sub.meta.get("serving"):
         return None
     return WITNESSED if sub.provenance.get("served") == WITNESSED else CLAIMED_NOT_WITNESSED
-
-
-#: Columns of the flat tables before and after the statistics (:func:`_flat_columns`).
-ROW_COLUMNS = [
-    "board", "task", "task_version", "length", "modulus", "axis", "n_phases", "n_base", "model",
-    "revision", "variant", "precision", "backend", "kv_cache", "serving", "serving_witness",
-    "chat_template", "rank_worst", "rank_average",
-]  # fmt: skip
-TAIL_COLUMNS = ["lm_eval_version", "transformers_version", "phasebench_version", "date",
-                "reported", "evidence", "fixture"]  # fmt: skip
-
-
-def _flat_columns() -> list[str]:
-    """The flat tables' columns: the row's identity, every exported statistic (an interval as
-    ``<key>_lo`` / ``<key>_hi``; per-phase values come last as ``phase_<r>``), provenance."""
-    columns = list(ROW_COLUMNS)
-    for stat in metrics.statistics():
-        if stat.exported and not stat.per_phase:
-            columns.append(stat.column)
-            if stat.interval is not None:
-                columns += [f"{stat.column}_lo", f"{stat.column}_hi"]
-    return columns + TAIL_COLUMNS
-
-
-#: A cell starting with one of these is a formula to a spreadsheet.
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
-def _spreadsheet_safe(value: Any) -> Any:
-    """``value`` for a CSV cell: text a spreadsheet would run as a formula gets a leading
-    ``'`` (numbers stay numbers); a list (the consistent periods) is its items joined by
-    ``;`` (``12;6``; empty for none)."""
-    if isinstance(value, list | tuple | np.ndarray):
-        return ";".join(str(v) for v in value)
-    if isinstance(value, str) and value.startswith(FORMULA_START):
-        return "'" + value
-    return value
-
-
-def flat_table(board: Mapping[str, Any]) -> pd.DataFrame:
-    """One line per leaderboard row, intervals split into _lo/_hi, phases as phase_<r> columns."""
-    columns = _flat_columns()
-    records = []
-    for row in board["rows"]:
-        flat = {k: row.get(k) for k in columns}
-        for stat in metrics.statistics():
-            if not stat.exported:
-                continue
-            if stat.per_phase:
-                for r, value in enumerate(row.get(stat.column) or []):
-                    flat[f"phase_{r}"] = value
-            elif stat.interval is not None:
-                lo, hi = row.get(stat.column_interval) or (None, None)
-                flat[f"{stat.column}_lo"], flat[f"{stat.column}_hi"] = lo, hi
-        records.append(flat)
-    frame = pd.DataFrame.from_records(records)
-    phase_cols = sorted(
-        (c for c in frame.columns if re.fullmatch(r"phase_\d+", c)), key=lambda c: int(c[6:])
-    )
-    return _whole_numbers_typed(frame.reindex(columns=columns + phase_cols), records)
-
-
-def _whole_numbers_typed(frame: pd.DataFrame, records: list[dict[str, Any]]) -> pd.DataFrame:
-    """``frame`` with each column the rows hold as integers only (a rank, a period, a phase
-    index, a count) typed as pandas' nullable ``Int64``: pandas would make a column of integers
-    with an empty cell a float one, and the CSV would write a rank as ``1.0``. An accuracy is
-    a float in the rows even when it is whole, so no statistic is rounded."""
-    for column in frame.columns:
-        values = [r[column] for r in records if r.get(column) is not None]
-        if values and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-            frame[column] = frame[column].astype("Int64")
-    return frame
-
-
-def _per_phase_table(board: Mapping[str, Any]) -> pd.DataFrame:
-    records = []
-    for page, detail in board["models"].items():
-        for entry in detail["boards"]:
-            for p in entry["summary"]["per_phase"]:
-                lo, hi = p["ci"]
-                records.append(
-                    {
-                        "model": detail["model"],
-                        "revision": detail["revision"],
-                        "variant": detail["variant"],
-                        "task": entry["task"],
-                        "length": entry["length"],
-                        "phase": p["phase"],
-                        "acc": p["acc"],
-                        "ci_lo": lo,
-                        "ci_hi": hi,
-                        "n": p["n"],
-                        "page": page,
-                    }
-                )
-    columns = [
-        "model",
-        "revision",
-        "variant",
-        "task",
-        "length",
-        "phase",
-        "acc",
-        "ci_lo",
-        "ci_hi",
-        "n",
-        "page",
-    ]
-    return pd.DataFrame.from_records(records, columns=columns)
-
-
-def write_tables(board: Mapping[str, Any], out: Path) -> list[Path]:
-    """leaderboard.json / .csv / .parquet and per_phase.parquet (each written atomically)."""
-    make_folder(out)
-    paths = [out / "leaderboard.json", out / "leaderboard.csv"]
-    # compact: json's C encoder (indent= falls back to the pure-Python one, 20 s at 1,000 entries)
-    text = json.dumps(board, sort_keys=True, allow_nan=False, separators=(",", ":"))
-    atomic_write_text(paths[0], text + "\n")
-    flat = flat_table(board)
-    safe = flat.astype(object).map(_spreadsheet_safe)
-    atomic_write_text(paths[1], safe.to_csv(index=False, lineterminator="\n"))
-    for name, frame in (
-        ("leaderboard.parquet", flat),
-        ("per_phase.parquet", _per_phase_table(board)),
-    ):
-        path = out / name
-        with atomic_file(path) as handle:
-            frame.to_parquet(handle, index=False)
-        paths.append(path)
-    return paths

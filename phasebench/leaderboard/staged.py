@@ -147,11 +147,12 @@ def reading(summary: Mapping[str, Any], mark: Mapping[str, Any] | None) -> Mappi
     ``n_base_design`` base items at the summary's phases and, from it, the preliminary mark.
     Every other summary is returned as it is (a flat entry needs the whole design)."""
     from phasebench import metrics
+    from phasebench.stats import detectable_gap
 
     if not mark or mark.get("verdict") != "significant":
         return summary
     phases = len(summary.get("per_phase") or []) or int(summary.get("modulus") or 0)
-    detectable = metrics.detectable_gap(int(mark["n_base_design"]), phases)
+    detectable = detectable_gap(int(mark["n_base_design"]), phases)
     return dict(
         summary,
         detectable_gap=detectable,

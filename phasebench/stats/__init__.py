@@ -47,6 +47,7 @@ _LAZY = {
     "compare_runs": "phasebench.stats.compare",
     "consistent_periods": "phasebench.stats.periods",
     "crossfit_worst": "phasebench.stats.crossfit",
+    "detectable_gap": "phasebench.stats.power",
     "divisors": "phasebench.stats.periods",
     "dominant_period": "phasebench.stats.periods",
     "fold": "phasebench.stats.periods",

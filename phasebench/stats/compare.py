@@ -23,19 +23,22 @@ from typing import Any
 import numpy as np
 
 from phasebench.errors import StatsError
-from phasebench.metrics import ALPHA, N_BOOT, N_PERM, SEED
+from phasebench.metrics import RANKING
 from phasebench.rng import derive_rng
 from phasebench.stats._common import _BLOCK_ELEMENTS, _jsonable, _quiet, _ratio
 from phasebench.stats.crossfit import CROSSFIT_BOOT_SPLITS, CROSSFIT_SPLITS, _random_halves
 from phasebench.stats.intervals import _percentile
 from phasebench.stats.paired import top_axis, unit_matrix
 from phasebench.stats.records import ScoredRecord
+from phasebench.stats.settings import ALPHA, N_BOOT, N_PERM, SEED
 
 #: Half-splits of the worst phase's permutation statistic (see :func:`compare_runs`).
 PERM_SPLITS = 20
+#: The worst phase compared: the statistic boards rank by (:data:`phasebench.metrics.RANKING`).
+_WORST = RANKING.key
 #: The statistics compared, in the order shown (their summary keys; labels and units are
 #: their declarations in :mod:`phasebench.metrics`).
-COMPARED = ("gap", "worst_phase_crossfit")
+COMPARED = ("gap", _WORST)
 
 
 def compare_runs(
@@ -51,7 +54,7 @@ def compare_runs(
     of one split (one task at one length), over the base items both runs have.
 
     Returns, JSON-ready: ``n_base`` (shared paired units), ``modulus``, the settings, and per
-    compared statistic (``gap``, ``worst_phase_crossfit``) ``before``, ``after``,
+    compared statistic (:data:`COMPARED`: the gap and the worst phase) ``before``, ``after``,
     ``difference``, ``difference_ci`` (paired bootstrap percentile interval at ``1 - alpha``)
     and ``p_value`` (permutation of the run labels within base items, two-sided). The caller
     checks that the runs are of one split (same spec and tokenizer)."""
@@ -81,7 +84,7 @@ def compare_runs(
     ones = np.ones(n)
     observed = {
         "gap": [float(_gap(f, p, ones)) for f, p in data],
-        "worst_phase_crossfit": [float(_crossfit(f, p, ones, halves)) for f, p in data],
+        _WORST: [float(_crossfit(f, p, ones, halves)) for f, p in data],
     }
 
     # Paired bootstrap: one multinomial weight vector per replicate drives both runs (and
@@ -93,7 +96,7 @@ def compare_runs(
         h = _random_halves(boot_rng, k * CROSSFIT_BOOT_SPLITS, n).reshape(k, -1, n)
         (fa, pa), (fb, pb) = data
         boot["gap"].append(_gap(fb, pb, w) - _gap(fa, pa, w))
-        boot["worst_phase_crossfit"].append(_crossfit(fb, pb, w, h) - _crossfit(fa, pa, w, h))
+        boot[_WORST].append(_crossfit(fb, pb, w, h) - _crossfit(fa, pa, w, h))
 
     # Permutation: the two runs' rows of each base item swapped with probability 1/2. The
     # worst phase's test statistic is its difference over the first PERM_SPLITS of the
@@ -104,7 +107,7 @@ def compare_runs(
     (fa, pa), (fb, pb) = data
     test = {
         "gap": observed["gap"][1] - observed["gap"][0],
-        "worst_phase_crossfit": float(_crossfit(fb, pb, ones, few) - _crossfit(fa, pa, ones, few)),
+        _WORST: float(_crossfit(fb, pb, ones, few) - _crossfit(fa, pa, ones, few)),
     }
     null = {key: [] for key in COMPARED}
     for k in _blocks(n_perm, _BLOCK_ELEMENTS // (n * PERM_SPLITS)):
@@ -113,9 +116,7 @@ def compare_runs(
         fa2, fb2 = np.where(swap, fb, fa), np.where(swap, fa, fb)
         pa2, pb2 = np.where(swap, pb, pa), np.where(swap, pa, pb)
         null["gap"].append(_gap(fb2, pb2, ones) - _gap(fa2, pa2, ones))
-        null["worst_phase_crossfit"].append(
-            _crossfit(fb2, pb2, ones, few) - _crossfit(fa2, pa2, ones, few)
-        )
+        null[_WORST].append(_crossfit(fb2, pb2, ones, few) - _crossfit(fa2, pa2, ones, few))
     boot = {key: np.concatenate(v) if v else np.empty(0) for key, v in boot.items()}
     null = {key: np.concatenate(v) if v else np.empty(0) for key, v in null.items()}
 

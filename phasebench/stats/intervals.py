@@ -10,8 +10,8 @@ import numpy as np
 from scipy import stats as sps
 
 from phasebench.errors import StatsError
-from phasebench.metrics import ALPHA
 from phasebench.stats._common import _check_alpha, _ratio
+from phasebench.stats.settings import ALPHA
 
 
 def wilson(k: float, n: float, alpha: float = ALPHA) -> tuple[float, float]:

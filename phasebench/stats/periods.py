@@ -10,8 +10,8 @@ import numpy as np
 from scipy import stats as sps
 
 from phasebench.errors import StatsError
-from phasebench.metrics import ALPHA
 from phasebench.stats._common import _quiet
+from phasebench.stats.settings import ALPHA, ALPHA_STRICT
 
 
 def divisors(modulus: int) -> list[int]:
@@ -85,11 +85,6 @@ def dominant_period(
     if np.isnan(x).any() or np.ptp(x) <= 1e-12:
         return None
     return _choose_period(x, cov, _residual_projectors(len(x)), alpha, n_base)
-
-
-#: The second level a period is named at: a period named at :data:`~phasebench.metrics.ALPHA`
-#: or at this one is consistent with the data (:func:`consistent_periods`).
-ALPHA_STRICT = 0.01
 
 
 def consistent_periods(

@@ -1,14 +1,17 @@
-"""Power: how many base items the gap test needs to detect a gap, by simulation."""
+"""Power: how many base items the gap test needs to detect a gap, and the smallest gap a
+design detects (:func:`detectable_gap`, what marks a run *preliminary*), by simulation."""
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 
 from phasebench.errors import StatsError
-from phasebench.metrics import ALPHA, SEED
 from phasebench.rng import derive_rng
 from phasebench.specs import MAX_MODULUS
 from phasebench.stats._common import _check_alpha, _check_modulus
+from phasebench.stats.settings import ALPHA, POWER, SEED
 
 
 def power_curve(
@@ -39,7 +42,7 @@ def power_n_base(
     gap: float,
     modulus: int,
     alpha: float = ALPHA,
-    power: float = 0.8,
+    power: float = POWER,
     *,
     n_sim: int = 4000,
     seed: int = SEED,
@@ -90,6 +93,32 @@ def power_n_base(
         else:
             lo_k = mid
     return hi_k * modulus
+
+
+@functools.lru_cache(maxsize=256)
+def detectable_gap(n_base: int, phases: int) -> float:
+    """The smallest best-minus-lowest gap (fraction, on a 0.02 grid) that the gap test of a
+    design with ``n_base`` base items at ``phases`` phases detects with :data:`POWER`, by the
+    simulation of ``phasebench power`` (:func:`power_curve`) at 50% accuracy; 1.0 when no gap
+    below 100 points is detected that often.
+
+    The simulation draws each phase's accuracy as an independent binomial, where the board
+    tests the gap by permuting phase labels within each base item. That bound is conservative
+    for the paired test: with no item heterogeneity the two coincide, and item difficulty
+    shared by a row only makes the within-item test more powerful, so a run's real design
+    detects a gap at most this large (``benchmarks/detectable_gap.py`` measures both,
+    ``docs/stats.md``)."""
+    if n_base < 1 or phases < 2:
+        return 1.0
+    grid = [k / 50 for k in range(1, 50)]
+    lo, hi = -1, len(grid)  # power rises with the gap: bisect for the first grid point
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if power_curve(n_base, 0.5, grid[mid], phases, ALPHA) >= POWER:
+            hi = mid
+        else:
+            lo = mid
+    return grid[hi] if hi < len(grid) else 1.0
 
 
 def _power_profile(acc: float, gap: float, modulus: int) -> tuple[float, float]:

@@ -7,8 +7,9 @@ moves every entry alike), recomputes each entry's statistic, and ranks the entri
 replicate (1 + the number of entries strictly above, so ties share a place). The interval is
 the central ``1 - alpha`` range of those places, as LMArena and MTEB show it.
 
-The statistic is the cross-fitted worst phase (as :func:`~phasebench.stats.crossfit.
-crossfit_worst` bootstraps it: :data:`~phasebench.stats.crossfit.CROSSFIT_BOOT_SPLITS` fresh
+The statistic is the one boards rank by, the cross-fitted worst phase
+(:data:`phasebench.metrics.RANKING`, as :func:`~phasebench.stats.crossfit.crossfit_worst`
+bootstraps it: :data:`~phasebench.stats.crossfit.CROSSFIT_BOOT_SPLITS` fresh
 half-splits per replicate, shared by every entry) or the average; the settings are the shared
 ones of :mod:`phasebench.metrics`.
 """
@@ -17,22 +18,24 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Sequence
-from typing import Literal
 
 import numpy as np
 
-from phasebench.metrics import ALPHA, N_BOOT, SEED
+from phasebench.errors import StatsError
+from phasebench.metrics import RANKING
 from phasebench.rng import derive_rng
 from phasebench.stats._common import _BLOCK_ELEMENTS, _quiet, _ratio
 from phasebench.stats.compare import _blocks, _crossfit
 from phasebench.stats.crossfit import CROSSFIT_BOOT_SPLITS, _random_halves
+from phasebench.stats.settings import ALPHA, N_BOOT, SEED
 
-Ranked = Literal["worst_phase_crossfit", "acc"]
+#: What a board may be ranked by: the ranking statistic, or the average.
+RANKED = (RANKING.key, "acc")
 
 
 def rank_intervals(
     entries: Sequence[tuple[Sequence[Hashable], np.ndarray]],
-    statistic: Ranked = "worst_phase_crossfit",
+    statistic: str = RANKING.key,
     *,
     n_boot: int = N_BOOT,
     seed: int = SEED,
@@ -47,6 +50,8 @@ def rank_intervals(
     item across entries; a replicate draws every unit of the union once, so entries of one
     split are resampled together. An entry with fewer than 2 units gets None (no interval)
     and takes no place. Deterministic for a given ``seed``."""
+    if statistic not in RANKED:
+        raise StatsError(f"a board is ranked by one of {list(RANKED)} (got {statistic!r})")
     if not entries:
         return []
     union = sorted({u for units, _ in entries for u in units}, key=str)
@@ -68,10 +73,11 @@ def rank_intervals(
     filled, present = filled[keep], present[keep]
     rng = derive_rng(seed, "stats", "ranks", statistic)
     places = []
-    per = CROSSFIT_BOOT_SPLITS if statistic == "worst_phase_crossfit" else 1
+    crossfit = statistic == RANKING.key
+    per = CROSSFIT_BOOT_SPLITS if crossfit else 1
     for k in _blocks(n_boot, _BLOCK_ELEMENTS // (n * per * len(keep) * modulus or 1)):
         w = rng.multinomial(n, np.full(n, 1.0 / n), size=k).astype(float)
-        if statistic == "worst_phase_crossfit":
+        if crossfit:
             h = _random_halves(rng, k * per, n).reshape(k, per, n)
             values = np.stack(
                 [_crossfit(f, p, w, h) for f, p in zip(filled, present, strict=True)], axis=1

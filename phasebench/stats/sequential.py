@@ -34,7 +34,7 @@ from typing import Any, Literal
 import numpy as np
 
 from phasebench.errors import StatsError
-from phasebench.metrics import N_BOOT, N_PERM
+from phasebench.stats.settings import ALPHA, N_BOOT, N_PERM
 
 #: The looks, as fractions of the fixed design's base items (a prefix of them each time).
 STAGE_FRACTIONS = (0.125, 0.25, 0.5, 1.0)
@@ -226,7 +226,7 @@ def fast_gap_p(matrices: np.ndarray, rng: np.random.Generator, n_perm: int = N_P
 
 
 def fast_gap_upper(
-    matrices: np.ndarray, rng: np.random.Generator, n_boot: int = N_BOOT, alpha: float = 0.05
+    matrices: np.ndarray, rng: np.random.Generator, n_boot: int = N_BOOT, alpha: float = ALPHA
 ) -> np.ndarray:
     """The upper end of the gap's interval for a stack of complete 0/1 phase matrices, as
     :func:`phasebench.stats.summarize` builds it (paired bootstrap of base items; gap + twice

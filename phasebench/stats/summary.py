@@ -10,7 +10,6 @@ from typing import Any
 import numpy as np
 
 from phasebench.errors import StatsError
-from phasebench.metrics import ALPHA, N_BOOT, N_PERM, SEED
 from phasebench.rng import derive_rng
 from phasebench.stats._common import (
     _check_alpha,
@@ -38,6 +37,7 @@ from phasebench.stats.periods import (
     period_spectrum,
 )
 from phasebench.stats.permutation import cochran_q, gap_p_value
+from phasebench.stats.settings import ALPHA, N_BOOT, N_PERM, SEED
 
 
 def phase_matrix(
@@ -136,8 +136,9 @@ class PhaseSummary:
     #: on the bootstrap covariance, see :func:`dominant_period`).
     period_fit_p: dict[int, float] = field(default_factory=dict)
     #: Every period the data are consistent with, ``dominant_period`` first: the periods the
-    #: rule names at ``alpha`` and at 0.01 (:func:`consistent_periods`); empty where none is
-    #: named. Two entries mean the data do not decide between them.
+    #: rule names at ``alpha`` and at :data:`~phasebench.stats.settings.ALPHA_STRICT`
+    #: (:func:`consistent_periods`); empty where none is named. Two entries mean the data do
+    #: not decide between them.
     consistent_periods: list[int] = field(default_factory=list)
     #: The residues the samples cover when they are a subset of 0..P-1 (a phase subset, for a
     #: long period), else None. Every statistic is then over these residues only (``per_phase``
