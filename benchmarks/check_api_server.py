@@ -1,6 +1,7 @@
-"""Run the API-server checks of ``tests/test_api_server.py`` against one real OpenAI-compatible
-server and print what was verified: kv and niah through ``local-completions``, niah through
-``local-chat-completions --apply_chat_template``, on SmolLM2 (``tests/support/api_checks.py``).
+"""Run the API-server checks of ``tests/lmeval/test_api_server.py`` against one real
+OpenAI-compatible server and print what was verified: kv and niah through
+``local-completions``, niah through ``local-chat-completions --apply_chat_template``, on
+SmolLM2 (``tests/support/api_checks.py``).
 
     PYTHONPATH=$PWD:$PWD/tests python benchmarks/check_api_server.py --server llama-cpp
 

@@ -5,7 +5,7 @@ The requests are the tasks' own (lm-eval's ``TaskManager`` and ``build_all_reque
 phasebench task folder); the batches are cut by lm-eval's own ``Collator`` the way
 ``HFLM.generate_until`` cuts them (longest prompt first, grouped by generation arguments, ``n``
 at a time); a row's left pad is the longest prompt of its batch minus its own token count. No
-model runs: ``tests/test_deepseek_v4_grid.py`` shows on a DeepSeek-V4 that a pad moves the
+model runs: ``tests/lmeval/test_deepseek_v4_grid.py`` shows on a DeepSeek-V4 that a pad moves the
 anchor along the compressor's grid. A row is off its slot when its pad is not a multiple of P.
 
     PYTHONPATH=$PWD python benchmarks/padding_batches.py --modulus 8 --length 1024

@@ -7,7 +7,7 @@ with an ideal cache of the previous prompt, for the prompts sent
 
 - in the order the split stores them (base item after base item);
 - in the order lm-eval's ``hf`` and ``vllm`` backends send generation requests: longest token
-  sequence first, ties by the prompt text (``tests/test_request_order.py`` reads this order
+  sequence first, ties by the prompt text (``tests/lmeval/test_request_order.py`` reads this order
   from the ``hf`` backend itself);
 - in the order lm-eval's OpenAI-style API backends (``local-completions``) send them: longest
   prompt in characters first, ties in stored order.

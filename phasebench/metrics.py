@@ -141,7 +141,8 @@ class Statistic:
     that returns the value, or ``(value, (lo, hi))`` when ``interval`` is set. ``axis``: the
     phase axis it describes (:data:`Axis`); an lm-eval task reports the statistics of the axes
     its config varies (:func:`on_axes`). ``permutation``: a permutation p-value, which at its
-    floor ``1 / (1 + n_perm)`` says only ``p < 1 / n_perm`` (:func:`phasebench.formatting.format_p`).
+    floor ``1 / (1 + n_perm)`` says only ``p < 1 / n_perm``
+    (:func:`phasebench.formatting.format_p`).
     """
 
     key: str

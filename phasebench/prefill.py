@@ -74,8 +74,9 @@ def adjacent_renderings(base_ids: Sequence[int]) -> bool:
 #   (``phasebench.lmeval.compat.send_order``, where the model of lm-eval's order lives). A group
 #   of requests is one prompt token count (``phasebench.lmeval.batching``: no row is padded on
 #   the left), so on the length-phase axis an item's renderings fall into P groups, sent one
-#   group after another. ``tests/test_lmeval_contract.py`` checks the order on lm-eval's ``hf``
-#   backend itself, and ``tests/test_request_order.py`` the figures of a whole split.
+#   group after another. ``tests/lmeval/test_lmeval_contract.py`` checks the order on
+#   lm-eval's ``hf`` backend itself, and ``tests/lmeval/test_request_order.py`` the figures
+#   of a whole split.
 #
 # The build counts from the fast path (piece token ids, no whole prompt encoded); ``phasebench
 # verify`` re-derives the figures from the exact ids of every whole prompt.

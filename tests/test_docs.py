@@ -355,7 +355,7 @@ NOT_RERUN = {
     ("docs/serving.md", "  prefix cache  warm vs cold"): "the faulty loopback server's run; "
     "tests/test_prefix_cache.py asserts its counts and p",
     ("docs/tasks.md", "phasebench: error: phasebench_kv"): "an error line; the test of the "
-    "truncation guard (tests/test_tasks_lmeval.py) asserts its text",
+    "truncation guard (tests/lmeval/test_tasks_lmeval.py) asserts its text",
 }
 
 

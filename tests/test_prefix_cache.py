@@ -6,7 +6,7 @@ eval`` (the real lm-eval, its ``local-completions`` backend) against a loopback 
 prefix cache can be told to break (:mod:`support.cache_fault_server`): a server whose warm
 reads err on half the prompts gives p < 0.01, a correct one does not; the server's record of
 arrivals shows lm-eval sent each warm read right after its cold twin. The clean case against a
-real server (``transformers serve``) is in ``tests/test_api_server.py``.
+real server (``transformers serve``) is in ``tests/lmeval/test_api_server.py``.
 
 ``salted`` opens every prompt with a salt of a multiple of P tokens: ``phasebench verify
 --prefix-cache salted`` re-checks every label on the salted sequences, and a salted run against

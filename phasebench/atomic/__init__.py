@@ -1,6 +1,6 @@
 """Every file and folder phasebench writes, written so that a failure never leaves half of one.
 
-No other module writes, renames or removes a file or folder itself (``tests/test_atomic.py``
+No other module writes, renames or removes a file or folder itself (``tests/atomic/test_atomic.py``
 reads the package's source and fails on one that does); they call these:
 
 - :func:`atomic_file`, :func:`atomic_write_bytes`, :func:`atomic_write_text`,

@@ -9,7 +9,7 @@ default read from the module where the fact lives (the split's defaults from
 it under its own name and refuses ``--seed`` in one line that names it (:func:`renamed`). A
 command passes its own help text, and ``required=`` or a ``default=`` read from another home
 (the reference models' sizes in :mod:`phasebench.reference`) where it genuinely differs; no
-command module calls ``add_argument`` for one of these names (``tests/test_cli_options.py``)."""
+command module calls ``add_argument`` for one of these names (``tests/cli/test_cli_options.py``)."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ YAML (``tasks/phasebench_<name>.yaml``, or one in a folder of its own passed to 
 The leaderboard knows the tasks of the families known here, so a submission of a registered
 family's task is validated, scored and shown like a built-in one (its validating processes
 import the registered modules by name, :func:`adopt`; a submission never names code to run).
-``tests/test_families.py`` runs such a fourth family through every step.
+``tests/families/test_families.py`` runs such a fourth family through every step.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from phasebench.stats.settings import ALPHA, N_BOOT, SEED
 
 #: Random half-splits averaged into the cross-fitted worst phase's point estimate, and into
 #: each of its bootstrap replicates (fewer there, for speed: with 4 the interval's measured
-#: coverage is 94-99% and it is narrower than with 1, see tests/test_stats.py).
+#: coverage is 94-99% and it is narrower than with 1, see tests/stats/test_stats.py).
 CROSSFIT_SPLITS = 200
 
 

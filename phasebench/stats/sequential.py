@@ -207,7 +207,7 @@ def fast_gap_p(matrices: np.ndarray, rng: np.random.Generator, n_perm: int = N_P
     C(P, k) rows with k ones, so one random integer per row replaces a sort of P keys, and the
     per-phase means come from a histogram of row codes. Same null distribution, same statistic,
     another random stream: the p-values agree with ``summarize``'s up to Monte Carlo error
-    (``tests/test_sequential.py``)."""
+    (``tests/stats/test_sequential.py``)."""
     m = np.asarray(matrices)
     runs, n, modulus = m.shape
     flat, start, size, packed = _codes(modulus)

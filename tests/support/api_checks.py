@@ -1,5 +1,5 @@
 """The checks of phasebench's API path against a real server (:mod:`support.openai_server`),
-shared by ``tests/test_api_server.py`` (transformers serve, in CI) and
+shared by ``tests/lmeval/test_api_server.py`` (transformers serve, in CI) and
 ``benchmarks/check_api_server.py`` (either server, by hand), so both make the same claims.
 
 The claim: phasebench labels phases for exactly the token ids the server feeds the model. For

@@ -3,7 +3,8 @@
 left out of the statistics and counted by ``phasebench report``; the leaderboard's ``served``
 rule; and ``phasebench eval``'s refusal of prompts longer than the stated API context.
 
-The real server (transformers serve) runs these end to end in ``tests/test_api_server.py``."""
+The real server (transformers serve) runs these end to end in
+``tests/lmeval/test_api_server.py``."""
 
 from __future__ import annotations
 

@@ -435,7 +435,7 @@ def test_the_demos_next_commands_run_as_printed(demo, tmp_path, monkeypatch, cap
     paths, _ = demo
     out = Path(paths["report"]).parent
     monkeypatch.chdir(tmp_path)
-    shutil.copytree(Path(__file__).resolve().parent.parent / "examples", tmp_path / "examples")
+    shutil.copytree(Path(__file__).resolve().parents[2] / "examples", tmp_path / "examples")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     monkeypatch.setenv("PHASEBENCH_CACHE", str(tmp_path / "cache"))
@@ -480,7 +480,7 @@ def test_the_demos_table_names_the_periods_the_readme_shows():
     from phasebench.demo import results_table
     from phasebench.report import load_runs
 
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     # read as `phasebench report` reads it (the committed report is of an earlier format)
     _, (report,) = load_runs([root / "docs" / "figures" / "demo-report.json"])
     table = results_table(report).set_index("model")

@@ -1,4 +1,4 @@
-"""Checks of phasebench-kvpress that need kvpress, run by tests/test_kvpress_env.py with the
+"""Checks of phasebench-kvpress that need kvpress, run by tests/kvpress/test_kvpress_env.py with the
 Python of the kvpress environment (transformers<5.3), as ``python kvpress_checks.py WORK``.
 
 A tiny randomly initialised 2-layer Llama with the DeepSeek-V4 tokenizer, saved with

@@ -22,7 +22,7 @@ from phasebench.leaderboard.score import load_reported, score
 from phasebench.leaderboard.validate import validate_all
 from support.submissions import REVISION, TASKS, make_submission, split_rows
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
 ARGS = [
     "--no-sandbox",

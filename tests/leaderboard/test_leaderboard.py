@@ -19,7 +19,7 @@ from phasebench.leaderboard.score import load_reported, score
 from phasebench.leaderboard.validate import validate_all
 from support.submissions import REVISION, TASK, TASKS, make_submission, write_lmeval
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _one(root: Path, regen_cache: Path):

@@ -15,7 +15,7 @@ from phasebench.leaderboard.reuse import ResultStore, environment_versions, subm
 from phasebench.leaderboard.validate import validate_all
 from support.submissions import REVISION, TASKS, make_submission
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _same_outcome(one, two) -> None:

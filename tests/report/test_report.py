@@ -18,7 +18,7 @@ from phasebench.cli import main
 from phasebench.stats import power_n_base
 from support.lmeval import lm_eval
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CONTRACT_KEYS = {
     "acc",
     "acc_ci",

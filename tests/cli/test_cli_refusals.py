@@ -1,7 +1,6 @@
-"""One clear line and exit 2 for every bad input (issue 12, finding 6), including outputs that
-cannot be written, specs too large to build, and broken sample logs; plus property-based tests
-(hypothesis) of the command line and of the YAML and JSON readers: whatever comes in, the answer
-is a result or one line, never a traceback."""
+"""The command line under bad input: every command answers a refused input, a file it may not
+write or a full disk in one line with exit code 2 (or 3 for the machine), never a traceback, and
+leaves nothing half-written; property tests throw generated arguments and files at it."""
 
 from __future__ import annotations
 
@@ -26,8 +25,12 @@ from phasebench.cli import main
 from phasebench.specs import SplitSpec
 from support.hostile import replaced
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
+
+
 SPEC = SplitSpec("kv", 256, n_base=16)
+
+
 FEW = settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
 
 
@@ -57,9 +60,6 @@ def cli(*args: str, timeout: float = 120, **kwargs) -> subprocess.CompletedProce
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
     return subprocess.run([sys.executable, "-m", "phasebench", *args], capture_output=True,
                           text=True, env=env, timeout=timeout, **kwargs)  # fmt: skip
-
-
-# -- outputs that cannot be written ---------------------------------------------------------------
 
 
 def _generate(out: str | Path, *extra: str) -> list[str]:
@@ -107,9 +107,6 @@ def test_a_non_regular_file_is_never_replaced(tmp_path, built, capsys):
     code, _, err = run(["leaderboard", "validate", str(tmp_path / "none"), "--report", str(fifo)])
     assert_one_line(code, err, "not a regular file")
     assert fifo.is_fifo()
-
-
-# -- inspect, verify, report --------------------------------------------------------------------
 
 
 def test_inspect_row_out_of_range(built):
@@ -164,9 +161,6 @@ def test_report_refuses_broken_samples_with_one_line(tmp_path, lines, words):
     assert_one_line(*run(["report", str(folder), "--n-boot", "0", "--n-perm", "0"])[::2], *words)
 
 
-# -- specs too large to build are refused up front ----------------------------------------------
-
-
 @pytest.mark.parametrize(
     ("args", "words"),
     [
@@ -189,8 +183,6 @@ def test_the_documented_largest_config_fits_the_budget():
     SplitSpec("niah", 131072, modulus=8, n_base=256)
     SplitSpec("code", 131072, modulus=8, n_base=64)
 
-
-# -- property-based: the command line -----------------------------------------------------------
 
 NUMBERS = st.one_of(
     st.integers(-(10**12), 10**12).map(str),
@@ -241,8 +233,6 @@ def test_leaderboard_arguments_never_give_a_traceback(tmp_path_factory, args):
         code, _, err = run(["leaderboard", action, str(empty / "missing"), *args])
         assert_one_line(code, err)
 
-
-# -- property-based: the readers ----------------------------------------------------------------
 
 PLAIN = st.recursive(
     st.one_of(st.none(), st.booleans(), st.integers(-(2**40), 2**40),
@@ -338,9 +328,6 @@ def test_manifest_and_results_readers_answer_data_or_one_refusal(tmp_path_factor
             assert "\n" not in str(exc)
 
 
-# -- 4 (second round). memory estimated up front ---------------------------------------------------
-
-
 def _address_space(limit: int):
     def apply() -> None:
         import resource
@@ -361,9 +348,6 @@ def test_a_spec_beyond_the_memory_it_may_use_is_refused_with_the_estimate(tmp_pa
     assert_one_line(proc.returncode, proc.stderr, "GiB", "memory", "ulimit")
     assert "absent" not in proc.stderr
     assert not (tmp_path / "out").exists()
-
-
-# -- 6 (second round). report's JSON input -------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -399,9 +383,6 @@ def test_eval_arguments_of_the_wrong_type_are_one_line():
     assert split_specs("kv", {"tokenizer": "deepseek-v4", "phase_modulus": "4",
                               "max_seq_lengths": [256]})[0].modulus == 4  # fmt: skip
     assert model_max_length({"max_length": "4096"}, "hf") == 4096
-
-
-# -- 7 and 8 (second round). outputs: no silent replacement, no leftovers, no partial files -------
 
 
 def _lm_eval_output(folder: Path, submission_bytes: int = 0) -> Path:
@@ -562,9 +543,6 @@ def test_staging_left_by_a_killed_site_build_is_removed_by_the_next_build(tmp_pa
     assert sorted(p.name for p in tmp_path.iterdir()) == ["site", "subs"]
 
 
-# -- 6 (second round). a push to a Hub that refuses, babbles or never answers ---------------------
-
-
 def _listener(answer: bytes | None) -> tuple[socket.socket, int]:
     """A server on 127.0.0.1 that reads each request and sends ``answer`` (None: accepts the
     connection and never answers)."""
@@ -633,9 +611,6 @@ def test_push_to_a_hub_that_fails_is_one_line(built, tmp_path, monkeypatch, answ
     assert (out / "phasebench.json").is_file()
 
 
-# -- 6 (second round). leaderboard pack on samples that are not lm-eval's -------------------------
-
-
 @pytest.mark.parametrize("doc", ["a string", ["a", "b"], [["id", "x"]], None, 7])
 def test_pack_refuses_a_doc_that_is_not_an_object_in_one_line(tmp_path, doc):
     """A sample whose ``doc`` is a string (a list of pairs was silently turned into a mapping
@@ -644,9 +619,6 @@ def test_pack_refuses_a_doc_that_is_not_an_object_in_one_line(tmp_path, doc):
     (source / "results_2026-01-01T00-00-00.000000.json").write_text("{}")
     code, _, err = run(["leaderboard", "pack", str(source), "--out", str(tmp_path / "packed")])
     assert_one_line(code, err, "sample 2", "'doc' must be a JSON object")
-
-
-# -- property-based: report's inputs (its JSON, and the samples it reads) -------------------------
 
 
 def _paths(value, prefix=()) -> list[tuple]:

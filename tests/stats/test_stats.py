@@ -31,7 +31,7 @@ from phasebench.stats import (
     wilson,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 # A 4-item x 4-phase binary matrix worked by hand below.
 HAND = np.array(

@@ -1,7 +1,7 @@
 """phasebench-kvpress, the parts that run in the main environment (no kvpress here: it pins
 transformers<5.3): the cut at the question on real tokenizers and real splits, the model type's
 registration with lm-eval, and the audit's naming. The backend itself runs in its own
-environment: tests/test_kvpress_env.py."""
+environment: tests/kvpress/test_kvpress_env.py."""
 
 from __future__ import annotations
 
@@ -124,7 +124,7 @@ def test_the_audit_table_reads_a_committed_submission_when_the_run_folder_is_gon
     from phasebench.errors import PhasebenchError
     from phasebench.kvpress.audit import audit_table
 
-    root = Path(__file__).resolve().parent.parent / "leaderboard" / "submissions"
+    root = Path(__file__).resolve().parents[2] / "leaderboard" / "submissions"
     (submission,) = root.glob("HuggingFaceTB__SmolLM2*/*+kvpress-chunk8-r0.1-niah512-m8")
     record = {"variant": "kvpress-chunk8-r0.1-niah512-m8", "submission": str(submission)}
     (row,) = audit_table(tmp_path, [record])

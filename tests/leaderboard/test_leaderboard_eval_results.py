@@ -106,7 +106,7 @@ def test_shipped_site_exports_one_task_per_board(tmp_path, shipped_outcome):
 
     from phasebench.leaderboard.score import load_reported
 
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     outcome = shipped_outcome()
     assert not outcome.refused, outcome.report_lines()
     board = score(outcome, load_reported())

@@ -162,7 +162,7 @@ def test_shared_options_are_defined_once():
 
     for name, sub in _subcommands(build_parser()):
         assert sub.formatter_class is HelpFormatter, name
-    cli = Path(__file__).resolve().parent.parent / "phasebench" / "cli"
+    cli = Path(__file__).resolve().parents[2] / "phasebench" / "cli"
     for path in sorted(cli.glob("*.py")):
         text = path.read_text(encoding="utf-8")
         if path.name != "__init__.py":
@@ -179,7 +179,7 @@ def test_the_version_is_written_in_one_place():
 
     from phasebench import __version__
 
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     project = tomllib.loads((root / "pyproject.toml").read_text())
     assert "version" not in project["project"] and "version" in project["project"]["dynamic"]
     attr = project["tool"]["setuptools"]["dynamic"]["version"]["attr"]

@@ -23,7 +23,7 @@ from support.lmeval import offline_env
 from support.submissions import TASKS, make_submission
 from support.venvs import venv_without
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SMOLLM2 = (
     ROOT / "leaderboard" / "submissions" / "HuggingFaceTB__SmolLM2-135M-Instruct"
     / "b179c9523d0e6a0f98a330c7562b682750a6f8c8+kvpress-none"

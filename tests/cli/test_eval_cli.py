@@ -141,7 +141,7 @@ def test_help_shows_phasebenchs_part_then_lm_evals(capsys):
     ours, _, theirs = out.partition("lm-eval's own options:")
     assert "truncation guard" in ours and "Task metadata (--metadata JSON)" in ours
     assert "usage: lm-eval run" in theirs and "--model_args" in theirs
-    docs = (Path(__file__).resolve().parent.parent / "docs" / "tasks.md").read_text()
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "tasks.md").read_text()
     knobs = docs.partition("Knobs, all through lm-eval's `--metadata` JSON:")[2].split("\n\n")[1]
     keys = [line.split("`")[1] for line in knobs.splitlines() if line.startswith("| `")]
     assert len(keys) >= 8, keys

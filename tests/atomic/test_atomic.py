@@ -24,7 +24,7 @@ from phasebench.atomic import (
 )
 from phasebench.errors import OutputError
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "phasebench"
 
 # -- the rule, read from the source --------------------------------------------------------------

@@ -4,9 +4,9 @@ so it cannot share the main environment (transformers 5.24, pandas 3).
 The fixture makes a virtual environment in a temporary folder, installs torch (the version the
 main environment runs) and this project with its ``kvpress`` extra from a copy of the source
 tree, pinned by constraints-kvpress.txt (pip may reach the package index; nothing downloads a
-model), and runs tests/kvpress_checks.py there: a handful of real phasebench kv prompts through
-the backend with a tiny random 2-layer Llama (the cache shrinks, labels do not move, ragged
-presses run), then
+model), and runs tests/kvpress/kvpress_checks.py there: a handful of real phasebench kv
+prompts through the backend with a tiny random 2-layer Llama (the cache shrinks, labels do
+not move, ragged presses run), then
 ``phasebench eval --model phasebench-kvpress`` end to end. Back in the main environment, the
 run is packed as a leaderboard submission with a variant and validated like any other.
 
@@ -67,10 +67,12 @@ def kvpress_python(tmp_path_factory) -> str:
 @pytest.fixture(scope="module")
 def checked(kvpress_python, tmp_path_factory) -> tuple[Path, dict]:
     work = tmp_path_factory.mktemp("kvpress-run")
+    run_env = env(work / "cache")  # the checkout, and tests/ for the shared builders
+    run_env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "tests"), run_env["PYTHONPATH"]])
     proc = subprocess.run(
-        [kvpress_python, str(ROOT / "tests" / "kvpress_checks.py"), str(work)],
+        [kvpress_python, str(Path(__file__).with_name("kvpress_checks.py")), str(work)],
         cwd=work,
-        env=env(work / "cache"),
+        env=run_env,
         capture_output=True,
         text=True,
         timeout=3000,

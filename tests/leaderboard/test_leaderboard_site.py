@@ -19,7 +19,7 @@ from phasebench.leaderboard.score import load_reported, score
 from phasebench.leaderboard.validate import validate_all
 from support.submissions import REVISION, TASKS, make_submission
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 BUILT = "2026-01-02"
 
 

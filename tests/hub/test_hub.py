@@ -28,7 +28,7 @@ from support.fakehub import FakeHub, serve, tree  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 HUB_NAME = re.compile(r"^\w+(\.\w+)*$")
 FAMILY_LENGTHS = {"kv": (256, 512), "niah": (256, 512), "code": (0, 256)}
 N_BASE = {"kv": 16, "niah": 16, "code": 4}  # code: 4 items x 4 padding styles x 16 lengths

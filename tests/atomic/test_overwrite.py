@@ -1,0 +1,54 @@
+"""``generate --overwrite``: an interrupted overwrite keeps the old complete split, and only configs
+phasebench made are replaced."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from phasebench.build import generate
+from phasebench.specs import SplitSpec
+
+SPEC = SplitSpec("kv", 256, n_base=16)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, deepseek) -> Path:
+    out = tmp_path_factory.mktemp("built")
+    generate([SPEC], out, progress=False, tokenizer=deepseek)
+    return out / SPEC.config_name
+
+
+def test_interrupted_overwrite_keeps_the_old_complete_split(built, tmp_path, deepseek, monkeypatch):
+    import phasebench.build as build
+
+    out = tmp_path / "split"
+    shutil.copytree(built, out / built.name)
+    before = {p.name: p.read_bytes() for p in (out / built.name).iterdir()}
+
+    calls = []
+
+    def interrupted(i):
+        calls.append(i)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(build, "_write_chunk", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        generate([SPEC.replace(seed=1)], out, overwrite=True, progress=False, tokenizer=deepseek)
+    assert calls
+    assert {p.name: p.read_bytes() for p in (out / built.name).iterdir()} == before
+    assert sorted(p.name for p in out.iterdir()) == [built.name]  # no staging folder left
+
+
+def test_overwrite_replaces_only_configs_it_made(tmp_path, deepseek):
+    out = tmp_path / "split"
+    foreign = out / SPEC.config_name
+    foreign.mkdir(parents=True)
+    (foreign / "notes.txt").write_text("mine")
+    from phasebench.errors import OutputError
+
+    with pytest.raises(OutputError, match="not a phasebench config"):
+        generate([SPEC], out, overwrite=True, progress=False, tokenizer=deepseek)
+    assert (foreign / "notes.txt").read_text() == "mine"

@@ -1,0 +1,74 @@
+"""``phasebench report`` refuses repeated samples, an absurd modulus and a gzip of newlines before
+any work, in one line."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from phasebench.cli import main
+from support.hostile import gzip_repeating
+
+
+def run(argv: list[str]) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(argv)
+    return code, out.getvalue(), err.getvalue()
+
+
+def one_line(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+def _report_samples(folder: Path, lines: list[bytes], gz: bool = False) -> Path:
+    run_dir = folder / "model"
+    run_dir.mkdir(parents=True)
+    name = "samples_phasebench_kv_2026-01-01T00-00-00.000000.jsonl"
+    (run_dir / name).write_bytes(b"".join(lines))
+    return run_dir
+
+
+def _doc_line(b: int, r: int, acc: float, modulus: int = 8, **changes) -> bytes:
+    doc = {"id": f"kv-4096-b{b:05d}-p{r}", "family": "kv", "length": 4096,
+           "phase_modulus": modulus, "phase": r, "base_id": b, **changes}  # fmt: skip
+    return (json.dumps({"doc": doc, "acc": acc, "filter": "none"}) + "\n").encode()
+
+
+@pytest.mark.parametrize("repeat", ["same id", "same unit and phase"])
+def test_report_refuses_a_repeated_sample(tmp_path, repeat):
+    """One extra line repeating doc 0 (acc 1.0) among all-wrong answers was averaged in
+    (phase 0 at 3.1%, an interval below 0): it is refused, naming both lines."""
+    lines = [_doc_line(b, r, 0.0) for b in range(4) for r in range(8)]
+    if repeat == "same id":
+        lines.append(_doc_line(0, 0, 1.0))
+    else:
+        lines.append(_doc_line(0, 0, 1.0, id="kv-4096-b00000-p0-again"))
+    folder = _report_samples(tmp_path, lines)
+    code, _, err = run(["report", str(folder), "--n-boot", "0", "--n-perm", "0"])
+    line = one_line(err)
+    assert code == 2 and "sample 33" in line and "sample 1" in line, line
+
+
+def test_report_refuses_an_absurd_modulus_before_any_work(tmp_path):
+    lines = [_doc_line(b, r, 1.0, modulus=10**9) for b in range(2) for r in range(8)]
+    code, _, err = run(["report", str(_report_samples(tmp_path, lines)), "--n-boot", "0",
+                        "--n-perm", "0"])  # fmt: skip
+    assert code == 2 and "4096" in one_line(err)
+
+
+def test_report_caps_the_lines_of_a_gzip_of_newlines(tmp_path):
+    """A small gzip of newlines (here 3 million; the probe used 1 GB) is refused by the line
+    cap, naming it, instead of being read to the end."""
+    run_dir = tmp_path / "model"
+    run_dir.mkdir()
+    gz = run_dir / "samples_phasebench_kv_2026-01-01T00-00-00.000000.jsonl.gz"
+    gzip_repeating(gz, b"\n", 3_000_000)
+    code, _, err = run(["report", str(run_dir), "--n-boot", "0", "--n-perm", "0"])
+    assert code == 2 and f"more than {1 << 21} lines" in one_line(err)
