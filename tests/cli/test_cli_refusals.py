@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import gzip
-import io
 import json
 import os
 import socket
@@ -21,8 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from phasebench.build import generate
-from phasebench.cli import main
 from phasebench.specs import SplitSpec
+from support.cli import run
 from support.hostile import replaced
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,14 +38,6 @@ def built(tmp_path_factory, deepseek) -> Path:
     out = tmp_path_factory.mktemp("built")
     generate([SPEC], out, progress=False, tokenizer=deepseek)
     return out / SPEC.config_name
-
-
-def run(argv: list[str]) -> tuple[int, str, str]:
-    """``phasebench ARGV`` in this process, with its output captured."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(argv)
-    return code, out.getvalue(), err.getvalue()
 
 
 def assert_one_line(code: int, err: str, *words: str) -> None:

@@ -4,8 +4,6 @@ edited, a missing previous board, dates out of range, repeated samples, a killed
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import shutil
@@ -14,22 +12,9 @@ from pathlib import Path
 import pytest
 
 from phasebench.atomic import lock_folder
-from phasebench.cli import main
 from phasebench.leaderboard.validate import validate_all
+from support.cli import one_line, run
 from support.submissions import REVISION, TASKS, make_submission, write_lmeval
-
-
-def run(argv: list[str]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(argv)
-    return code, out.getvalue(), err.getvalue()
-
-
-def one_line(err: str) -> str:
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in err, err
-    return lines[0]
 
 
 def _rules(outcome) -> dict[str, str]:

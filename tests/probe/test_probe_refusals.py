@@ -2,26 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
 import os
 
 import pytest
 
-from phasebench.cli import main
-
-
-def run(argv: list[str]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(argv)
-    return code, out.getvalue(), err.getvalue()
-
-
-def one_line(err: str) -> str:
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in err, err
-    return lines[0]
+from support.cli import one_line, run
 
 
 @pytest.mark.parametrize(
