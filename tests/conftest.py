@@ -237,8 +237,35 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     )
 
 
+#: The files that take minutes, longest first (worker seconds of a full run on the 2-core
+#: machine, `--durations`: the demo and its next commands, the transformers-serve checks, the
+#: shipped site in Chromium, the kvpress environment, SmolLM2 through lm-eval, ...). They start
+#: first, so that none begins while the other worker has little left; a file not listed keeps
+#: its place after them, slow files before quick ones. A stale list costs time, never a result.
+LONGEST_FILES = (
+    "reference/test_reference.py",
+    "lmeval/test_api_server.py",
+    "leaderboard/test_leaderboard_browser.py",
+    "kvpress/test_kvpress_env.py",
+    "lmeval/test_smollm2_lmeval.py",
+    "lmeval/test_tasks_lmeval.py",
+    "families/test_length_phases.py",
+    "leaderboard/test_leaderboard_eval_results.py",
+    "leaderboard/test_leaderboard_reuse.py",
+)
+
+
 def pytest_collection_modifyitems(config, items):
-    """Files holding slow tests first (stable otherwise): with ``--dist loadfile`` a long file
-    started last keeps one worker busy while the other has nothing left to run."""
+    """The longest files first, then the other files holding slow tests, then the rest (stable
+    otherwise): with ``--dist loadfile --no-loadscope-reorder`` a long file started last keeps
+    one worker busy while the other has nothing left to run. (xdist's own reordering, by
+    number of tests, would start the many quick tests first.)"""
+    tests = Path(__file__).resolve().parent
     slow_files = {item.path for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: item.path not in slow_files)
+
+    def rank(item: pytest.Item) -> tuple[int, bool]:
+        name = item.path.relative_to(tests).as_posix() if item.path.is_relative_to(tests) else ""
+        first = LONGEST_FILES.index(name) if name in LONGEST_FILES else len(LONGEST_FILES)
+        return first, item.path not in slow_files
+
+    items.sort(key=rank)

@@ -65,9 +65,8 @@ def test_both_axes_through_the_server(server, tmp_path):
 @pytest.mark.slow
 def test_repeat_reads_agree_on_a_correct_server(server, tmp_path):
     """The clean case of the prefix-cache axis: every prompt read twice in a row, warm vs cold
-    not significant (tests/test_prefix_cache.py has the faulty case). Four base items, 16
-    prompts read twice: ``benchmarks/check_api_server.py`` runs eight for docs/serving.md."""
-    assert check_repeat(server, tmp_path, n_base=4)
+    not significant (tests/test_prefix_cache.py has the faulty case)."""
+    assert check_repeat(server, tmp_path)
 
 
 def test_api_backends_take_the_context_from_max_length():

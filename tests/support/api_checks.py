@@ -265,19 +265,18 @@ def _template(tok: PhaseTokenizer, content: str) -> str:
     )
 
 
-def check_repeat(served: Served, work: Path, n_base: int = N_BASE) -> list[str]:
+def check_repeat(served: Served, work: Path) -> list[str]:
     """kv with ``"prefix_cache": "repeat"`` through ``local-completions``: every prompt sent
     twice in a row (the second read right after the first, as the proxy recorded them), and
     ``phasebench report --json`` pairs the two reads; on a server whose cache (if any) never
-    changes an answer the warm-vs-cold test is not significant. ``n_base`` base items (the
-    suite takes fewer than the benchmark's figures)."""
+    changes an answer the warm-vs-cold test is not significant."""
     import json
 
     from support.lmeval import phasebench
 
     task = "phasebench_kv"
-    metadata = {**METADATA, "n_base": n_base, "prefix_cache": "repeat"}
-    n = n_base * MODULUS
+    metadata = {**METADATA, "prefix_cache": "repeat"}
+    n = N_BASE * MODULUS
     run = run_eval(served, work, "local-completions", task, metadata=metadata, n=2 * n)
     prompts = [e.request["prompt"] for e in run.sent]
     prompts = [p[0] if isinstance(p, list) else p for p in prompts]
