@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -154,6 +155,44 @@ def llama2_legacy(tokenizer_folder) -> PhaseTokenizer:
 def gpt2_rewritten(tokenizer_folder) -> PhaseTokenizer:
     """A byte-level BPE whose GPT2Tokenizer config makes transformers rewrite its rules."""
     return load_tokenizer(str(tokenizer_folder("gpt2_rewritten")))
+
+
+@pytest.fixture(scope="session")
+def kv_split(tmp_path_factory, deepseek) -> Path:
+    """The config folder of ``support.repos.SPEC`` (kv, 256 tokens, 16 base items), generated
+    once per worker for DeepSeek-V4; read it, or take :func:`kv_split_copy` to change it."""
+    from phasebench.build import generate
+    from support.repos import SPEC
+
+    out = tmp_path_factory.mktemp("kv-split")
+    generate([SPEC], out, progress=False, tokenizer=deepseek)
+    return out / SPEC.config_name
+
+
+@pytest.fixture
+def kv_split_copy(kv_split, tmp_path) -> Path:
+    """A copy of :func:`kv_split` of the test's own, at ``tmp_path/split/<config>``."""
+    folder = tmp_path / "split" / kv_split.name
+    shutil.copytree(kv_split, folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def kv_published(kv_split, tmp_path_factory) -> Path:
+    """The repository folder ``phasebench publish`` makes of :func:`kv_split`."""
+    from phasebench.cli import main
+
+    repo = tmp_path_factory.mktemp("kv-published") / "repo"
+    assert main(["publish", str(kv_split.parent), "--out", str(repo)]) == 0
+    return repo
+
+
+@pytest.fixture
+def kv_published_copy(kv_published, tmp_path) -> Path:
+    """A copy of :func:`kv_published` of the test's own, at ``tmp_path/repo``."""
+    folder = tmp_path / "repo"
+    shutil.copytree(kv_published, folder)
+    return folder
 
 
 @pytest.fixture(scope="session")

@@ -15,27 +15,7 @@ import pytest
 
 from phasebench.build import HASH_KEY, MANIFEST, content_hash, generate, iter_rows
 from phasebench.cli import main
-from phasebench.specs import SplitSpec
-
-SPEC = SplitSpec("kv", 256, n_base=16)
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory, deepseek) -> Path:
-    out = tmp_path_factory.mktemp("built")
-    generate([SPEC], out, progress=False, tokenizer=deepseek)
-    return out / SPEC.config_name
-
-
-@pytest.fixture
-def config(built, tmp_path) -> Path:
-    folder = tmp_path / "split" / built.name
-    shutil.copytree(built, folder)
-    return folder
-
-
-def _parquet(folder: Path) -> Path:
-    return next(folder.glob("*.parquet"))
+from support.repos import SPEC, parquet, refused_in_one_line
 
 
 def _verify(capsys, *paths: Path) -> tuple[int, str, str]:
@@ -51,28 +31,23 @@ def _inspect(capsys, path: Path, *args: str) -> tuple[int, str]:
     return code, err
 
 
-def _one_line(code: int, err: str) -> None:
-    assert code == 2 and len(err.splitlines()) == 1 and err.startswith("phasebench"), err
-    assert "Traceback" not in err
-
-
-def test_truncated_parquet(config, capsys):
-    path = _parquet(config)
+def test_truncated_parquet(kv_split_copy, capsys):
+    path = parquet(kv_split_copy)
     path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
-    code, out, _ = _verify(capsys, config)
+    code, out, _ = _verify(capsys, kv_split_copy)
     assert code == 1 and "FAILED" in out and path.name in out and "readable" in out
-    _one_line(*_inspect(capsys, config))
+    refused_in_one_line(*_inspect(capsys, kv_split_copy))
 
 
-def test_flipped_bytes(config, capsys):
-    path = _parquet(config)
+def test_flipped_bytes(kv_split_copy, capsys):
+    path = parquet(kv_split_copy)
     data = bytearray(path.read_bytes())
     for i in range(len(data) // 3, len(data) // 3 + 64):
         data[i] ^= 0xFF
     path.write_bytes(bytes(data))
-    code, out, _ = _verify(capsys, config)
+    code, out, _ = _verify(capsys, kv_split_copy)
     assert code == 1 and "FAILED" in out
-    _one_line(*_inspect(capsys, config))
+    refused_in_one_line(*_inspect(capsys, kv_split_copy))
 
 
 @pytest.mark.parametrize(
@@ -80,11 +55,11 @@ def test_flipped_bytes(config, capsys):
     ["", "\x00\xff garbage", "[]", '{"config": "kv_256"}', "null", '{"files": 3}'],
     ids=["empty", "bytes", "list", "keys", "null", "types"],
 )
-def test_garbage_manifest(config, capsys, text):
-    (config / MANIFEST).write_text(text, encoding="latin-1")
-    code, out, _ = _verify(capsys, config)
+def test_garbage_manifest(kv_split_copy, capsys, text):
+    (kv_split_copy / MANIFEST).write_text(text, encoding="latin-1")
+    code, out, _ = _verify(capsys, kv_split_copy)
     assert code == 1 and "manifest" in out, out
-    _one_line(*_inspect(capsys, config))
+    refused_in_one_line(*_inspect(capsys, kv_split_copy))
 
 
 def _rewrite_manifest(folder: Path, edit) -> None:
@@ -94,18 +69,18 @@ def _rewrite_manifest(folder: Path, edit) -> None:
 
 
 @pytest.mark.parametrize("target", ["/etc/passwd", "../../../../../etc/passwd", "sub/x.parquet"])
-def test_manifest_file_list_cannot_leave_the_folder(config, capsys, target):
-    _rewrite_manifest(config, lambda m: m["files"][0].update(path=target))
-    code, out, _ = _verify(capsys, config)
+def test_manifest_file_list_cannot_leave_the_folder(kv_split_copy, capsys, target):
+    _rewrite_manifest(kv_split_copy, lambda m: m["files"][0].update(path=target))
+    code, out, _ = _verify(capsys, kv_split_copy)
     assert code == 1 and "plain file name" in out, out
-    code, err = _inspect(capsys, config)
-    _one_line(code, err)
+    code, err = _inspect(capsys, kv_split_copy)
+    refused_in_one_line(code, err)
     assert "root:" not in err
 
 
 def _recompute_hashes(folder: Path, rows: list[dict]) -> None:
     """Write ``rows`` back with every hash recomputed, as a careful forger would."""
-    path = _parquet(folder)
+    path = parquet(folder)
     table = pq.read_table(path)
     digest = content_hash(rows)
     out = pa.Table.from_pylist(rows, schema=table.schema).replace_schema_metadata(
@@ -123,20 +98,20 @@ def _recompute_hashes(folder: Path, rows: list[dict]) -> None:
     _rewrite_manifest(folder, edit)
 
 
-def test_a_changed_needle_value_is_found_even_with_hashes_recomputed(config, capsys):
-    rows = list(iter_rows(config))
+def test_a_changed_needle_value_is_found_even_with_hashes_recomputed(kv_split_copy, capsys):
+    rows = list(iter_rows(kv_split_copy))
     row = rows[3]
     needle = f"{row['needle_key']}: {row['answer']}\n"
     other = str((int(row["answer"]) + 1) % 90_000 + 10_000)
     assert row["prompt"].count(needle) == 1
     row["prompt"] = row["prompt"].replace(needle, f"{row['needle_key']}: {other}\n")
-    _recompute_hashes(config, rows)
-    code, out, _ = _verify(capsys, config)
+    _recompute_hashes(kv_split_copy, rows)
+    code, out, _ = _verify(capsys, kv_split_copy)
     assert code == 1 and row["id"] in out and "needle" in out, out
 
 
-def test_a_needle_key_repeated_in_the_haystack_is_found(config, capsys):
-    rows = list(iter_rows(config))
+def test_a_needle_key_repeated_in_the_haystack_is_found(kv_split_copy, capsys):
+    rows = list(iter_rows(kv_split_copy))
     row = rows[5]
     # an earlier record is renamed to the needle's key (same length, same token count)
     body = row["prompt"][: row["key_char"]].splitlines(keepends=True)
@@ -144,14 +119,14 @@ def test_a_needle_key_repeated_in_the_haystack_is_found(config, capsys):
     body[victim] = row["needle_key"] + body[victim][6:]
     row["prompt"] = "".join(body) + row["prompt"][row["key_char"] :]
     row["key_char"] = row["prompt"].find(row["needle_key"])
-    _recompute_hashes(config, rows)
-    code, out, _ = _verify(capsys, config)
+    _recompute_hashes(kv_split_copy, rows)
+    code, out, _ = _verify(capsys, kv_split_copy)
     assert code == 1 and row["id"] in out, out
 
 
-def test_verify_names_a_partial_config_it_skipped(built, tmp_path, capsys, deepseek):
+def test_verify_names_a_partial_config_it_skipped(kv_split, tmp_path, capsys, deepseek):
     out = tmp_path / "split"
-    shutil.copytree(built, out / built.name)
+    shutil.copytree(kv_split, out / kv_split.name)
     generate([SPEC.replace(length=320)], out, overwrite=True, progress=False, tokenizer=deepseek)
     (out / "kv_320" / MANIFEST).unlink()
     code, stdout, _ = _verify(capsys, out)
@@ -159,27 +134,27 @@ def test_verify_names_a_partial_config_it_skipped(built, tmp_path, capsys, deeps
 
 
 @pytest.mark.parametrize("field", ["prompt", "anchor_index", "depth", "answer", "phase"])
-def test_null_fields_are_named_by_verify_and_inspect(config, capsys, field):
-    rows = list(iter_rows(config))
+def test_null_fields_are_named_by_verify_and_inspect(kv_split_copy, capsys, field):
+    rows = list(iter_rows(kv_split_copy))
     rows[0][field] = None
-    _recompute_hashes(config, rows)
-    code, out, _ = _verify(capsys, config)
+    _recompute_hashes(kv_split_copy, rows)
+    code, out, _ = _verify(capsys, kv_split_copy)
     assert code == 1 and f"{field} is null" in out and rows[0]["id"] in out, out
     assert "unsupported operand" not in out
-    code, err = _inspect(capsys, config)
-    _one_line(code, err)
+    code, err = _inspect(capsys, kv_split_copy)
+    refused_in_one_line(code, err)
     assert f"{field} is null" in err, err
 
 
-def test_inspect_escapes_control_and_bidi_characters(config, capsys):
-    rows = list(iter_rows(config))
+def test_inspect_escapes_control_and_bidi_characters(kv_split_copy, capsys):
+    rows = list(iter_rows(kv_split_copy))
     row = rows[0]
     evil = "\x1b]0;owned\x07\x1b[2J\u202e\x9b"
     row["prompt"] = (
         row["prompt"][: row["key_char"]] + evil + row["prompt"][row["key_char"] + len(evil) :]
     )
-    _recompute_hashes(config, rows)
-    assert main(["inspect", str(config), "--no-color"]) == 0
+    _recompute_hashes(kv_split_copy, rows)
+    assert main(["inspect", str(kv_split_copy), "--no-color"]) == 0
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\u202e" not in out and "\x9b" not in out and "\x07" not in out
     assert "\\x1b]0;owned\\x07" in out and "\\u202e" in out

@@ -4,29 +4,21 @@ phasebench made are replaced."""
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import pytest
 
 from phasebench.build import generate
-from phasebench.specs import SplitSpec
-
-SPEC = SplitSpec("kv", 256, n_base=16)
+from support.repos import SPEC
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory, deepseek) -> Path:
-    out = tmp_path_factory.mktemp("built")
-    generate([SPEC], out, progress=False, tokenizer=deepseek)
-    return out / SPEC.config_name
-
-
-def test_interrupted_overwrite_keeps_the_old_complete_split(built, tmp_path, deepseek, monkeypatch):
+def test_interrupted_overwrite_keeps_the_old_complete_split(
+    kv_split, tmp_path, deepseek, monkeypatch
+):
     import phasebench.build as build
 
     out = tmp_path / "split"
-    shutil.copytree(built, out / built.name)
-    before = {p.name: p.read_bytes() for p in (out / built.name).iterdir()}
+    shutil.copytree(kv_split, out / kv_split.name)
+    before = {p.name: p.read_bytes() for p in (out / kv_split.name).iterdir()}
 
     calls = []
 
@@ -38,8 +30,8 @@ def test_interrupted_overwrite_keeps_the_old_complete_split(built, tmp_path, dee
     with pytest.raises(KeyboardInterrupt):
         generate([SPEC.replace(seed=1)], out, overwrite=True, progress=False, tokenizer=deepseek)
     assert calls
-    assert {p.name: p.read_bytes() for p in (out / built.name).iterdir()} == before
-    assert sorted(p.name for p in out.iterdir()) == [built.name]  # no staging folder left
+    assert {p.name: p.read_bytes() for p in (out / kv_split.name).iterdir()} == before
+    assert sorted(p.name for p in out.iterdir()) == [kv_split.name]  # no staging folder left
 
 
 def test_overwrite_replaces_only_configs_it_made(tmp_path, deepseek):

@@ -23,21 +23,12 @@ from phasebench.build import generate
 from phasebench.specs import SplitSpec
 from support.cli import run
 from support.hostile import replaced
+from support.repos import SPEC
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-SPEC = SplitSpec("kv", 256, n_base=16)
-
-
 FEW = settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory, deepseek) -> Path:
-    out = tmp_path_factory.mktemp("built")
-    generate([SPEC], out, progress=False, tokenizer=deepseek)
-    return out / SPEC.config_name
 
 
 def assert_one_line(code: int, err: str, *words: str) -> None:
@@ -92,7 +83,7 @@ def test_a_full_disk_mid_write_leaves_nothing_half_written(tmp_path):
     assert not out.exists()
 
 
-def test_a_non_regular_file_is_never_replaced(tmp_path, built, capsys):
+def test_a_non_regular_file_is_never_replaced(tmp_path, kv_split, capsys):
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
     code, _, err = run(["leaderboard", "validate", str(tmp_path / "none"), "--report", str(fifo)])
@@ -100,15 +91,15 @@ def test_a_non_regular_file_is_never_replaced(tmp_path, built, capsys):
     assert fifo.is_fifo()
 
 
-def test_inspect_row_out_of_range(built):
-    assert_one_line(*run(["inspect", str(built), "--row", "99999"])[::2], "row", "128")
-    assert_one_line(*run(["inspect", str(built), "--row", "-1"])[::2])
-    code, out, _ = run(["inspect", str(built), "--row", "127", "--no-color"])
+def test_inspect_row_out_of_range(kv_split):
+    assert_one_line(*run(["inspect", str(kv_split), "--row", "99999"])[::2], "row", "128")
+    assert_one_line(*run(["inspect", str(kv_split), "--row", "-1"])[::2])
+    code, out, _ = run(["inspect", str(kv_split), "--row", "127", "--no-color"])
     assert code == 0 and "b00015" in out
 
 
-def test_verify_sample_must_be_positive(built):
-    assert_one_line(*run(["verify", str(built), "--sample", "-5"])[::2], "--sample")
+def test_verify_sample_must_be_positive(kv_split):
+    assert_one_line(*run(["verify", str(kv_split), "--sample", "-5"])[::2], "--sample")
 
 
 def _samples(folder: Path, lines: list[bytes]) -> Path:
@@ -196,8 +187,8 @@ def test_generate_arguments_never_give_a_traceback(tmp_path_factory, modulus, n_
 
 @FEW
 @given(row=NUMBERS)
-def test_inspect_rows_never_give_a_traceback(built, row):
-    code, out, err = run(["inspect", str(built), "--row", row, "--no-color"])
+def test_inspect_rows_never_give_a_traceback(kv_split, row):
+    code, out, err = run(["inspect", str(kv_split), "--row", row, "--no-color"])
     if code == 0:
         assert 0 <= int(row) < 128 and "balance" in out
     else:
@@ -206,8 +197,8 @@ def test_inspect_rows_never_give_a_traceback(built, row):
 
 @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
 @given(sample=st.one_of(st.integers(-(10**6), 3).map(str), st.sampled_from(["x", "", "2.0"])))
-def test_verify_samples_never_give_a_traceback(built, sample):
-    code, out, err = run(["verify", str(built), "--sample", sample, "--quiet"])
+def test_verify_samples_never_give_a_traceback(kv_split, sample):
+    code, out, err = run(["verify", str(kv_split), "--sample", sample, "--quiet"])
     if code == 0:
         assert int(sample) >= 1 and "OK" in out
     else:
@@ -575,7 +566,7 @@ def _refused_port() -> int:
     ],
     ids=["refused", "not http", "not json", "wrong json", "never answers"],
 )  # fmt: skip
-def test_push_to_a_hub_that_fails_is_one_line(built, tmp_path, monkeypatch, answer, words):
+def test_push_to_a_hub_that_fails_is_one_line(kv_split, tmp_path, monkeypatch, answer, words):
     """``publish --push`` against a refused port, an answer that is not the Hub's, and a Hub
     that accepts the connection and never answers (which waited forever: huggingface_hub's
     client sets no timeout): one line, exit 2, the folder built."""
@@ -592,7 +583,7 @@ def test_push_to_a_hub_that_fails_is_one_line(built, tmp_path, monkeypatch, answ
         server, port = _listener(answer)
     out = tmp_path / "repo"
     try:
-        code, _, err = run(["publish", str(built.parent), "--out", str(out), "--repo-id",
+        code, _, err = run(["publish", str(kv_split.parent), "--out", str(out), "--repo-id",
                             "ORG/NAME", "--push", "--endpoint", f"http://127.0.0.1:{port}",
                             "--timeout", "0.5"])  # fmt: skip
     finally:

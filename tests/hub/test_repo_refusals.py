@@ -15,130 +15,56 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from phasebench.build import MANIFEST, generate
+from phasebench.build import MANIFEST
 from phasebench.cli import main
-from phasebench.specs import SplitSpec
 from support.hostile import replaced
-
-SPEC = SplitSpec("kv", 256, n_base=16)
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory, deepseek) -> Path:
-    out = tmp_path_factory.mktemp("built")
-    generate([SPEC], out, progress=False, tokenizer=deepseek)
-    return out / SPEC.config_name
+from support.repos import CONFIG, HOSTILE_REPOS, edit_index, parquet, refused_in_one_line
 
 
-@pytest.fixture
-def config(built, tmp_path) -> Path:
-    folder = tmp_path / "split" / built.name
-    shutil.copytree(built, folder)
-    return folder
-
-
-def _parquet(folder: Path) -> Path:
-    return next(folder.glob("*.parquet"))
-
-
-def _one_line(code: int, err: str) -> None:
-    assert code == 2 and len(err.splitlines()) == 1 and err.startswith("phasebench"), err
-    assert "Traceback" not in err
-
-
-def test_publish_overwrite_refuses_a_folder_it_did_not_make(built, tmp_path, capsys):
+def test_publish_overwrite_refuses_a_folder_it_did_not_make(kv_split, tmp_path, capsys):
     out = tmp_path / "repo"
     out.mkdir()
     (out / "keep.txt").write_text("mine")
-    assert main(["publish", str(built.parent), "--out", str(out), "--overwrite"]) == 2
+    assert main(["publish", str(kv_split.parent), "--out", str(out), "--overwrite"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "phasebench.json" in err
     assert [p.name for p in out.iterdir()] == ["keep.txt"]
     # an earlier repository folder is replaced
     fresh = tmp_path / "fresh"
-    assert main(["publish", str(built.parent), "--out", str(fresh)]) == 0
-    assert main(["publish", str(built.parent), "--out", str(fresh), "--overwrite"]) == 0
+    assert main(["publish", str(kv_split.parent), "--out", str(fresh)]) == 0
+    assert main(["publish", str(kv_split.parent), "--out", str(fresh), "--overwrite"]) == 0
 
 
-def test_publish_with_a_garbage_manifest_is_one_line(config, tmp_path, capsys):
-    (config / MANIFEST).write_text('{"config": 1, "spec": 2, "tokenizer": 3, "rows": 4, '
+def test_publish_with_a_garbage_manifest_is_one_line(kv_split_copy, tmp_path, capsys):
+    (kv_split_copy / MANIFEST).write_text('{"config": 1, "spec": 2, "tokenizer": 3, "rows": 4, '
                                    '"files": [5], "content_hash": 6, "balance": 7}')  # fmt: skip
-    code = main(["publish", str(config.parent), "--out", str(tmp_path / "repo")])
-    _one_line(code, capsys.readouterr().err.strip())
+    code = main(["publish", str(kv_split_copy.parent), "--out", str(tmp_path / "repo")])
+    refused_in_one_line(code, capsys.readouterr().err.strip())
 
 
-CONFIG = f"{SPEC.config_name}_deepseek_v4"
-
-
-@pytest.fixture(scope="module")
-def published(built, tmp_path_factory) -> Path:
-    repo = tmp_path_factory.mktemp("published") / "repo"
-    assert main(["publish", str(built.parent), "--out", str(repo)]) == 0
-    return repo
-
-
-@pytest.fixture
-def repo(published, tmp_path) -> Path:
-    folder = tmp_path / "repo"
-    shutil.copytree(published, folder)
-    return folder
-
-
-def _edit_index(repo: Path, edit) -> None:
-    index = json.loads((repo / "phasebench.json").read_text())
-    edit(index["configs"][0])
-    (repo / "phasebench.json").write_text(json.dumps(index))
-
-
-def _outside(repo: Path) -> None:
-    """A valid config beside the folder, which a config name ``../other/...`` would reach."""
-    shutil.copytree(repo / CONFIG, repo.parent / "other" / CONFIG)
-    _edit_index(repo, lambda c: c.update(name=f"../other/{CONFIG}",
-                                         manifest=f"../other/{CONFIG}/manifest.json"))  # fmt: skip
-
-
-def _extra_column(repo: Path) -> None:
+def _extra_column(kv_published_copy: Path) -> None:
     """A parquet file with one more column than the card declares, the index's size updated."""
-    path = _parquet(repo / CONFIG)
+    path = parquet(kv_published_copy / CONFIG)
     table = pq.read_table(path)
     table = table.append_column("extra", pa.array([1] * len(table)))
     pq.write_table(table.replace_schema_metadata(pq.read_schema(path).metadata), path)
-    _edit_index(repo, lambda c: c["files"][0].update(size=path.stat().st_size))
-
-
-def _linked_config(repo: Path) -> None:
-    shutil.move(repo / CONFIG, repo.parent / "elsewhere")
-    (repo / CONFIG).symlink_to(repo.parent / "elsewhere", target_is_directory=True)
-
-
-HOSTILE_REPOS = {
-    "name-outside": (_outside, "config name"),
-    "manifest-passwd": (
-        lambda r: _edit_index(r, lambda c: c.update(manifest="/etc/passwd")),
-        "manifest",
-    ),  # fmt: skip
-    "file-passwd": (
-        lambda r: _edit_index(r, lambda c: c["files"][0].update(path="/etc/passwd")),
-        "data file",
-    ),  # fmt: skip
-    "index-not-json": (lambda r: (r / "phasebench.json").write_text("{not json"), "JSON"),
-    "index-huge": (lambda r: (r / "phasebench.json").write_bytes(b" " * (17 << 20)), "larger"),
-    "no-name": (lambda r: _edit_index(r, lambda c: c.pop("name")), "config name"),
-    "linked-config": (_linked_config, "outside"),
-}
+    edit_index(kv_published_copy, lambda c: c["files"][0].update(size=path.stat().st_size))
 
 
 @pytest.mark.parametrize("case", sorted(HOSTILE_REPOS))
-def test_hostile_dataset_folders_are_refused_in_one_line(repo, case):
+def test_hostile_dataset_folders_are_refused_in_one_line(kv_published_copy, case):
     """``select_configs`` and ``load_split`` answer a damaged or lying ``phasebench.json`` with
     one :class:`HubError` line and never open a path outside the folder."""
     from phasebench.errors import HubError
     from phasebench.hub import load_split, select_configs
 
     damage, words = HOSTILE_REPOS[case]
-    damage(repo)
+    damage(kv_published_copy)
     name = f"../other/{CONFIG}" if case == "name-outside" else CONFIG
-    for call in (lambda: select_configs(repo), lambda: load_split(repo, name)):
+    for call in (
+        lambda: select_configs(kv_published_copy),
+        lambda: load_split(kv_published_copy, name),
+    ):
         with pytest.raises(HubError, match=words) as info:
             call()
         assert len(str(info.value).splitlines()) == 1 and "root:" not in str(info.value)
@@ -149,19 +75,21 @@ def test_hostile_dataset_folders_are_refused_in_one_line(repo, case):
     [lambda r: (r / "README.md").write_text("---\nconfigs: [\n  - a: b\n---\n"), _extra_column],
     ids=["card-yaml", "extra-column"],
 )
-def test_load_split_reports_what_datasets_cannot_load_in_one_line(repo, damage):
+def test_load_split_reports_what_datasets_cannot_load_in_one_line(kv_published_copy, damage):
     from phasebench.errors import HubError
     from phasebench.hub import load_split
 
-    damage(repo)
+    damage(kv_published_copy)
     with pytest.raises(HubError, match="does not load with datasets") as info:
-        load_split(repo, CONFIG, cache_dir=str(repo.parent / "hf-datasets"))
+        load_split(
+            kv_published_copy, CONFIG, cache_dir=str(kv_published_copy.parent / "hf-datasets")
+        )
     assert len(str(info.value).splitlines()) == 1
 
 
-def _link_manifest(repo: Path) -> None:
-    (repo / CONFIG / "manifest.json").unlink()
-    (repo / CONFIG / "manifest.json").symlink_to("/etc/passwd")
+def _link_manifest(kv_published_copy: Path) -> None:
+    (kv_published_copy / CONFIG / "manifest.json").unlink()
+    (kv_published_copy / CONFIG / "manifest.json").symlink_to("/etc/passwd")
 
 
 REPO_DAMAGE = {
@@ -176,19 +104,19 @@ REPO_DAMAGE = {
     "card-huge": (lambda r: (r / "README.md").write_bytes(b"-" * (17 << 20)), "larger than"),
     "card-not-utf8": (lambda r: (r / "README.md").write_bytes(b"---\n\xff\xfe\n---\n"), "utf-8"),
     "eval-huge": (lambda r: (r / "eval.yaml").write_bytes(b"#" * (17 << 20)), "larger than"),
-    "data-grown": (lambda r: _parquet(r / CONFIG).open("ab").write(b"\0" * 8), "-byte file"),
+    "data-grown": (lambda r: parquet(r / CONFIG).open("ab").write(b"\0" * 8), "-byte file"),
 }  # fmt: skip
 
 
 @pytest.mark.parametrize("case", sorted(REPO_DAMAGE))
-def test_repo_problems_reads_a_damaged_folder_bounded(repo, case):
+def test_repo_problems_reads_a_damaged_folder_bounded(kv_published_copy, case):
     """The files of a dataset folder are read with a size bound, never through a link, and a
     manifest that is not one is a listed problem, not a ``JSONDecodeError``."""
     from phasebench.hub import repo_problems
 
     damage, words = REPO_DAMAGE[case]
-    damage(repo)
-    problems = repo_problems(repo)
+    damage(kv_published_copy)
+    problems = repo_problems(kv_published_copy)
     assert problems and all("\n" not in p for p in problems), problems
     assert any(words in p for p in problems), problems
 
@@ -245,9 +173,9 @@ def _readers_answer_or_refuse(repo: Path, deepseek) -> None:
 
 @FEW
 @given(path=st.sampled_from(INDEX_PATHS), value=PLAIN)
-def test_any_index_gives_data_or_one_line(published, tmp_path_factory, deepseek, path, value):
+def test_any_index_gives_data_or_one_line(kv_published, tmp_path_factory, deepseek, path, value):
     repo = tmp_path_factory.mktemp("prop") / "repo"
-    shutil.copytree(published, repo)
+    shutil.copytree(kv_published, repo)
     index = json.loads((repo / "phasebench.json").read_text())
     (repo / "phasebench.json").write_text(json.dumps(replaced(index, path, value)))
     _readers_answer_or_refuse(repo, deepseek)
@@ -255,9 +183,9 @@ def test_any_index_gives_data_or_one_line(published, tmp_path_factory, deepseek,
 
 @FEW
 @given(path=st.sampled_from(MANIFEST_PATHS), value=PLAIN)
-def test_any_manifest_gives_data_or_one_line(published, tmp_path_factory, deepseek, path, value):
+def test_any_manifest_gives_data_or_one_line(kv_published, tmp_path_factory, deepseek, path, value):
     repo = tmp_path_factory.mktemp("prop") / "repo"
-    shutil.copytree(published, repo)
+    shutil.copytree(kv_published, repo)
     manifest = json.loads((repo / CONFIG / MANIFEST).read_text())
     (repo / CONFIG / MANIFEST).write_text(json.dumps(replaced(manifest, path, value)))
     _readers_answer_or_refuse(repo, deepseek)
@@ -265,9 +193,9 @@ def test_any_manifest_gives_data_or_one_line(published, tmp_path_factory, deepse
 
 @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
 @given(header=st.one_of(st.text(max_size=80), PLAIN.map(lambda v: yaml.safe_dump({"configs": v}))))
-def test_any_card_header_gives_data_or_one_line(published, tmp_path_factory, deepseek, header):
+def test_any_card_header_gives_data_or_one_line(kv_published, tmp_path_factory, deepseek, header):
     repo = tmp_path_factory.mktemp("prop") / "repo"
-    shutil.copytree(published, repo)
+    shutil.copytree(kv_published, repo)
     body = (repo / "README.md").read_text().split("\n---\n", 1)[-1]
     (repo / "README.md").write_text(f"---\n{header}\n---\n{body}")
     _readers_answer_or_refuse(repo, deepseek)
