@@ -118,34 +118,30 @@ def _measure_interval(lo: float, hi: float) -> str:
     return f"[{lo:.3f}, {hi:.3f}]"
 
 
+def _site_points(suffix: str) -> Written:
+    """The site's points of an accuracy (``45.0%``) or a difference of two (``12.3 pp``)."""
+    return Written(
+        lambda v: f"{100 * v:.1f}{suffix}", MISSING,
+        lambda lo, hi: f"[{100 * lo:.1f}–{100 * hi:.1f}{suffix}]", "",
+    )  # fmt: skip
+
+
+#: Points in a terminal column and in a Markdown table, accuracies and gaps alike.
+_TERMINAL_POINTS = Written(_points, "  n/a", _points_interval, "[  n/a]")
+_MARKDOWN_POINTS = Written(lambda v: f"{100 * v:.1f}", "-", _points_interval, "-")
+
+
 #: Every unit in the terminal and site styles, and in the markdown style where a docs table
 #: shows it: ``FORMATS[unit][style]``. Besides the units of the declared statistics:
 #: ``difference``, a change of an accuracy statistic between two runs (signed points in the
 #: terminal); ``exact p``, an exact test's p-value (McNemar's, two digits); ``measure``, a
 #: value in the unit of ``phasebench probe``'s measure (a margin or 0/1).
 FORMATS: dict[str, dict[Style, Written]] = {
-    "%": {
-        TERMINAL: Written(_points, "  n/a", _points_interval, "[  n/a]"),
-        MARKDOWN: Written(lambda v: f"{100 * v:.1f}", "-", _points_interval, "-"),
-        SITE: Written(
-            lambda v: f"{100 * v:.1f}%", MISSING,
-            lambda lo, hi: f"[{100 * lo:.1f}–{100 * hi:.1f}%]", "",
-        ),
-    },
-    "pp": {
-        TERMINAL: Written(_points, "  n/a", _points_interval, "[  n/a]"),
-        MARKDOWN: Written(lambda v: f"{100 * v:.1f}", "-", _points_interval, "-"),
-        SITE: Written(
-            lambda v: f"{100 * v:.1f} pp", MISSING,
-            lambda lo, hi: f"[{100 * lo:.1f}–{100 * hi:.1f} pp]", "",
-        ),
-    },
+    "%": {TERMINAL: _TERMINAL_POINTS, MARKDOWN: _MARKDOWN_POINTS, SITE: _site_points("%")},
+    "pp": {TERMINAL: _TERMINAL_POINTS, MARKDOWN: _MARKDOWN_POINTS, SITE: _site_points(" pp")},
     "difference": {
         TERMINAL: Written(lambda v: f"{100 * v:+7.1f}", "    n/a", _points_interval, "[  n/a]"),
-        SITE: Written(
-            lambda v: f"{100 * v:.1f} pp", MISSING,
-            lambda lo, hi: f"[{100 * lo:.1f}–{100 * hi:.1f} pp]", "",
-        ),
+        SITE: _site_points(" pp"),
     },
     "p": {
         TERMINAL: Written(str, "n/a", _points_interval, "[  n/a]"),
