@@ -113,15 +113,15 @@ def out(
     parser.add_argument("--out", default=default, required=required, metavar=metavar, help=help)
 
 
-def seed(parser: argparse.ArgumentParser, help: str, *, default: int | None = -1) -> None:
+def seed(parser: argparse.ArgumentParser, help: str, *, given_only: bool = False) -> None:
     """``--seed``: the split's seed, >= 0, by default :data:`phasebench.specs.DEFAULT_SEED`
-    (``default=None``: not given unless given, for ``eval``, whose task metadata has it too).
+    (``given_only``: None unless given, for ``eval``, whose task metadata may hold it too).
     Wherever a command takes ``--seed`` it means the seed of the split it builds; another seed
     has a name of its own (:func:`stats_seed`, :func:`train_seed`, ``eval``'s
     ``--lm_eval_seed``)."""
     from phasebench.specs import DEFAULT_SEED
 
-    default = DEFAULT_SEED if default == -1 else default
+    default = None if given_only else DEFAULT_SEED
     parser.add_argument("--seed", type=non_negative_int, default=default, help=help)
 
 

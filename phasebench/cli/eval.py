@@ -125,7 +125,7 @@ def _own_options(tokens: list[str]) -> tuple[bool, float | None, list[str]]:
     )
     own.add_argument("--staged", action="store_true")
     own.add_argument("--futility_gap", default=None)
-    _args.seed(own, "the split's seed", default=None)
+    _args.seed(own, "the split's seed", given_only=True)
     own.add_argument("--lm_eval_seed", default=None)
     try:
         known, rest = own.parse_known_args(tokens)
