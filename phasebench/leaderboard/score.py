@@ -324,6 +324,7 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
                     **_kv_fields(sub.meta["kv_cache"]),
                     "length_note": _length_note(task),
                     "serving": _serving_label(sub.meta.get("serving")),
+                    "serving_settings": _settings_label(sub.meta.get("serving")),
                     "serving_witness": detail["serving_witness"],
                     "chat_template": bool(sub.meta["chat_template"]),
                     **exported(summary),
@@ -345,6 +346,7 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
             matrices[id(rows[-1])] = _phase_matrix(records)
             runs[id(rows[-1])] = (records, json.dumps(sub.meta["tokenizer"], sort_keys=True))
         models[page] = detail
+    _compare_settings(models)
     cleaned = [_clean(r) for r in rows]
     matrices = {id(c): matrices[id(r)] for r, c in zip(rows, cleaned, strict=True)}
     runs = {id(c): runs[id(r)] for r, c in zip(rows, cleaned, strict=True)}
@@ -501,6 +503,52 @@ def _serving_label(serving: Mapping[str, Any] | None) -> str | None:
         return None
     flags = ", ".join(serving.get("flags") or [])
     return f"{serving['engine']} {serving['version']}" + (f"; {flags}" if flags else "")
+
+
+def _settings_label(serving: Mapping[str, Any] | None) -> str | None:
+    """A serving entry's declared settings in one cell (``ubatch_tokens=512; prefix_cache=on``),
+    in :data:`~phasebench.lmeval.served_settings.SETTINGS` order; None when it declares none."""
+    from phasebench.lmeval.served_settings import SETTINGS
+
+    declared = (serving or {}).get("settings") or {}
+    if not declared:
+        return None
+    shown = {n: ("on" if v else "off") if isinstance(v, bool) else v for n, v in declared.items()}
+    return "; ".join(f"{n}={shown[n]}" for n in SETTINGS if n in shown)
+
+
+def _compare_settings(models: dict[str, dict[str, Any]]) -> None:
+    """Give every entry that another entry of its model shares the page with a list of those
+    others (``other_stacks``: page, serving label, the settings whose declarations differ), so
+    that two entries of one model on two stacks show what differs."""
+    from phasebench.lmeval.served_settings import SETTINGS, differing_settings
+
+    by_model: dict[str, list[str]] = {}
+    for page, detail in models.items():
+        by_model.setdefault(detail["model"], []).append(page)
+    for pages in by_model.values():
+        for page in pages:
+            mine = models[page]["meta"].get("serving") or {}
+            others = []
+            for other in pages:
+                if other == page:
+                    continue
+                theirs = models[other]["meta"].get("serving") or {}
+                a, b = mine.get("settings") or {}, theirs.get("settings") or {}
+                differ = differing_settings(a, b)
+                others.append(
+                    {
+                        "page": other,
+                        "serving": _serving_label(theirs) or "lm-eval's own backend",
+                        "differ": [
+                            {"setting": n, "unit": SETTINGS[n].unit, "this": a.get(n),
+                             "other": b.get(n)}
+                            for n in differ
+                        ],
+                    }
+                )  # fmt: skip
+            if others:
+                models[page]["other_stacks"] = others
 
 
 #: How a row shows a serving claim the server's witness does not back (no sample carries the

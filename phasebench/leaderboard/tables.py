@@ -21,8 +21,8 @@ from phasebench.atomic import atomic_file, atomic_write_text, make_folder
 #: Columns of the flat tables before and after the statistics (:func:`_flat_columns`).
 ROW_COLUMNS = [
     "board", "task", "task_version", "length", "modulus", "axis", "n_phases", "n_base", "model",
-    "revision", "variant", "precision", "backend", "kv_cache", "serving", "serving_witness",
-    "chat_template", "rank_worst", "rank_average",
+    "revision", "variant", "precision", "backend", "kv_cache", "serving", "serving_settings",
+    "serving_witness", "chat_template", "rank_worst", "rank_average",
 ]  # fmt: skip
 TAIL_COLUMNS = ["lm_eval_version", "transformers_version", "phasebench_version", "date",
                 "reported", "evidence", "fixture"]  # fmt: skip

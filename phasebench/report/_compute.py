@@ -22,8 +22,8 @@ from phasebench.samples import (
     SERVED_KEY,
     SERVED_STATES,
     ScoredRecord,
+    extra_read,
     fed_off_label,
-    is_warm,
     scored_record,
     served_label,
     served_state,
@@ -123,7 +123,7 @@ def _group(
         doc = s.get("doc")
         if not isinstance(doc, dict) or "phase" not in doc or "base_id" not in doc:
             continue
-        if is_warm(doc):  # a repeat run's second read: compared apart (cache_reads)
+        if extra_read(doc):  # a repeat run's warm or salted read: compared apart (cache_reads)
             continue
         where = f"{task} sample {number}"
         missing = [k for k in DOC_FIELDS if k not in doc]
