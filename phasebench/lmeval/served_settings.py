@@ -120,7 +120,7 @@ def reported_settings(base_url: str) -> dict[str, Any]:
 
     llama.cpp's ``/props``: ``default_generation_settings.n_ctx`` (``context_tokens``) and
     ``total_slots`` (``parallel_requests``); an OpenAI ``/v1/models`` whose first model carries
-    ``max_model_len`` (vLLM, SGLang): ``context_tokens``."""
+    ``max_model_len`` (vLLM): ``context_tokens``."""
     root = server_root(base_url)
     found: dict[str, Any] = {}
     sources: dict[str, str] = {}
