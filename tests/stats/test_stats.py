@@ -539,7 +539,8 @@ def test_every_public_name_is_its_submodules_object():
     assert not set(subs) & set(STATS_API)
     for name in STATS_API:
         value = getattr(phasebench.stats, name)
-        assert value.__module__.startswith("phasebench.stats."), name
+        # defined in a module of its own (the power functions below it, in phasebench.design)
+        assert value.__module__ == phasebench.stats._LAZY[name], name
         assert getattr(importlib.import_module(value.__module__), name) is value, name
 
 

@@ -7,11 +7,11 @@ import functools
 
 import numpy as np
 
+from phasebench.design.checks import check_alpha, check_modulus
+from phasebench.design.settings import ALPHA, POWER, SEED
 from phasebench.errors import StatsError
 from phasebench.rng import derive_rng
 from phasebench.specs import MAX_MODULUS
-from phasebench.stats._common import _check_alpha, _check_modulus
-from phasebench.stats.settings import ALPHA, POWER, SEED
 
 
 def power_curve(
@@ -61,8 +61,8 @@ def power_n_base(
     The critical value is the simulated ``1 - alpha`` quantile of the null range. The answer is
     rounded up to a multiple of ``modulus`` (``phasebench generate --n-base`` needs one).
     """
-    _check_alpha(alpha)
-    modulus = _check_modulus(modulus)
+    check_alpha(alpha)
+    modulus = check_modulus(modulus)
     if modulus > MAX_MODULUS:  # checked before any simulation (1e6 ended in a memory error)
         raise StatsError(
             f"--modulus {modulus} is above {MAX_MODULUS}, the largest phase modulus a split may "

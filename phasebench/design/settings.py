@@ -30,7 +30,7 @@ ALPHA_STRICT = 0.01
 LOCK_STRIDE = 4
 #: Evidence strength: a run is *preliminary* when the gap test of its design (base items x
 #: phases) cannot detect a best-minus-lowest gap of :data:`PRELIMINARY_GAP` with :data:`POWER`
-#: (:func:`phasebench.stats.power.detectable_gap`, at 50% accuracy where noise is largest,
+#: (:func:`phasebench.design.power.detectable_gap`, at 50% accuracy where noise is largest,
 #: level :data:`ALPHA`).
 PRELIMINARY_GAP = 0.20
 POWER = 0.8

@@ -10,7 +10,7 @@ results tracker. Each is wrapped here, so an lm-eval upgrade is checked in one f
 
 phasebench also relies on how lm-eval behaves, and each such assumption is stated here, once,
 beside what models it (the section "lm-eval's behaviour"), with a contract test in
-``tests/lmeval/test_lmeval_contract.py`` that runs the pinned lm-eval's own code, so an upgrade that
+``tests/test_lmeval_compat.py`` that runs the pinned lm-eval's own code, so an upgrade that
 changes one fails one named test:
 
 - generation batches never mix generation arguments: the ``hf`` backend and the API backends
@@ -98,7 +98,7 @@ def check_version() -> str:
 # -- lm-eval's behaviour ------------------------------------------------------------------------
 #
 # What phasebench assumes lm-eval does, each modelled once.
-# tests/lmeval/test_lmeval_contract.py runs lm-eval's own code against every one of them.
+# tests/test_lmeval_compat.py runs lm-eval's own code against every one of them.
 
 #: The field lm-eval's generation backends (``hf``, and ``local-completions`` and the other API
 #: backends) group ``generate_until`` requests by before they cut batches: two requests whose
