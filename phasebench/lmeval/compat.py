@@ -1,0 +1,8 @@
+"""Deprecated: moved to :mod:`phasebench.lmeval_compat` (the lm-eval boundary, on the ground floor).
+
+This old path is that module, with a DeprecationWarning, through phasebench 0.2
+(:mod:`phasebench._moved`)."""
+
+from phasebench._moved import alias
+
+alias(__name__)
