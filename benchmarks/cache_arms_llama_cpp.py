@@ -29,6 +29,26 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def text_agreement(out: Path) -> str:
+    """How many prompts got the same response text warm as cold, and salted as cold (the exact
+    texts, before scoring: two wrong answers that differ count as a difference), from a run's
+    logged samples under ``out``."""
+    from support.lmeval import outputs
+
+    _, samples = outputs(out)
+    reads: dict[str, dict[str, str]] = {}
+    for task_samples in samples.values():
+        for s in task_samples:
+            reads.setdefault(s["doc"]["id"], {})[s["doc"]["read"]] = s["resps"][0][0]
+    n = len(reads)
+    warm = sum(r.get("warm") == r.get("cold") for r in reads.values())
+    salted = sum(r.get("salted") == r.get("cold") for r in reads.values())
+    differ = sorted(i for i, r in reads.items() if r.get("warm") != r.get("cold"))
+    shown = "; ".join(f"{i}: cold {reads[i]['cold']!r}, warm {reads[i]['warm']!r}" for i in differ)
+    return (f"  response texts: warm = cold {warm}/{n}, salted = cold {salted}/{n}"
+            + (f" (warm differs: {shown})" if differ else ""))  # fmt: skip
+
+
 def one_run(base: str, tokenizer: Path, work: Path, family: str, length: int, modulus: int,
             arm: str) -> dict:  # fmt: skip
     """``phasebench eval`` of one split through the server, then ``phasebench report --json``;
@@ -57,6 +77,7 @@ def one_run(base: str, tokenizer: Path, work: Path, family: str, length: int, mo
         e for b in report["runs"].values() for e in b["tasks"][f"phasebench_{family}"].values()
     ]
     lines = [ln for ln in rep.stdout.splitlines() if "prefix cache" in ln or "cold vs" in ln]
+    lines.append(text_agreement(work / "out"))
     return {"entry": entry, "seconds": seconds, "lines": lines}
 
 
@@ -70,8 +91,19 @@ def main() -> int:
     parser.add_argument("--arm", choices=["baseline", "repeat"], default="baseline")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", type=Path, help="also write the output here")
+    parser.add_argument(
+        "--recount",
+        nargs="+",
+        type=Path,
+        metavar="RUN",
+        help="only print the response-text agreement of these run folders",
+    )
     args = parser.parse_args()
     sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+    if args.recount:
+        for run in args.recount:
+            print(f"{run.name}\n{text_agreement(run / 'out')}")
+        return 0
     from transformers import AutoTokenizer
 
     from support.models import SMOLLM2_GGUF, smollm2_folder
