@@ -97,7 +97,7 @@ def _read_once(runs: list[Run]) -> list[Run]:
     for run in runs:
         key = tuple(
             (task, tuple(sorted(json.dumps(
-                [s.get("doc_id"), (s.get("doc") or {}).get("id"), s.get("doc_hash"),
+                [s.get("doc_id"), _doc_id(s), s.get("doc_hash"),
                  s.get("filtered_resps"), s.get("acc"), s.get("margin")],
                 sort_keys=True, default=str,
             ) for s in samples)))
@@ -138,6 +138,12 @@ def _samples_next_to(results_file: Path) -> list[Path]:
         f for f in results_file.parent.glob(f"samples_*_{date['date']}.jsonl*")
         if SAMPLES_NAME.match(f.name)
     )  # fmt: skip
+
+
+def _doc_id(sample: dict[str, Any]) -> Any:
+    """The logged doc's id; None where the doc is not an object (refused when it is scored)."""
+    doc = sample.get("doc")
+    return doc.get("id") if isinstance(doc, dict) else None
 
 
 def _read_run(folder: Path, files: list[Path]) -> Run:

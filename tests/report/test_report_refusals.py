@@ -57,3 +57,15 @@ def test_report_caps_the_lines_of_a_gzip_of_newlines(tmp_path):
     gzip_repeating(gz, b"\n", 3_000_000)
     code, _, err = run(["report", str(run_dir), "--n-boot", "0", "--n-perm", "0"])
     assert code == 2 and f"more than {1 << 21} lines" in one_line(err)
+
+
+@pytest.mark.parametrize("doc", ["long string", "list"])
+def test_report_refuses_a_doc_that_is_not_an_object_in_one_line(tmp_path, doc):
+    """A samples file of one long line whose doc is a JSON string (or a list): before, a
+    traceback (``'str' object has no attribute 'get'``) and exit 1; now one line, exit 2."""
+    value = "x" * 2_000_000 if doc == "long string" else [1, 2]
+    line = (json.dumps({"doc_id": 0, "doc": value, "acc": 1.0}) + "\n").encode()
+    folder = _report_samples(tmp_path, [line])
+    code, _, err = run(["report", str(folder), "--n-boot", "0", "--n-perm", "0"])
+    assert code == 2 and "Traceback" not in err
+    assert "no phasebench samples" in one_line(err)
