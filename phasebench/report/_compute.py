@@ -142,6 +142,8 @@ def _group(
                 f"{where}: doc.phase_modulus {doc['phase_modulus']} is above {MAX_MODULUS}, the "
                 f"largest modulus a phasebench split has"
             )
+        if problem := salt_problem(doc):
+            raise SamplesError(f"not a measurement: {where}: {problem}")
         label = task if len(filters) == 1 else f"{task}/{s.get('filter', 'none')}"
         key = (label, config_length(doc))
         docs[key].append(_doc_identity(doc, s.get("doc_hash")))
@@ -188,6 +190,25 @@ def _group(
     if identity is not None:
         identity.update({key: _split_identity(rows) for key, rows in docs.items()})
     return groups, served
+
+
+def salt_problem(doc: Mapping[str, Any]) -> str | None:
+    """What is wrong with a salted read's salt (None for an unsalted doc, or a salt that is a
+    positive multiple of P tokens): a salt of ``s`` tokens moves every token by ``s``, so
+    unless ``s`` is a multiple of P each phase label is off by ``s mod P`` and the gap is
+    measured between the wrong phases (:mod:`phasebench.salting`)."""
+    if doc.get("prefix_cache") != "salted" and "salt_tokens" not in doc:
+        return None
+    salt, modulus = doc.get("salt_tokens"), int(doc["phase_modulus"])
+    if isinstance(salt, bool) or not isinstance(salt, int) or salt <= 0:
+        return f"a salted read without a salt token count (doc.salt_tokens is {salt!r})"
+    if salt % modulus:
+        return (
+            f"a salted read whose salt is {salt} tokens, not a multiple of P = {modulus}: every "
+            f"phase label is off by {salt % modulus} (phasebench's salted arm pads its salt to "
+            f"a multiple of P; check a split with phasebench verify --prefix-cache salted)"
+        )
+    return None
 
 
 #: What identifies the split a group of samples came from, in the order a mismatch is named.

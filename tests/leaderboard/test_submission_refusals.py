@@ -569,3 +569,25 @@ def test_a_branch_forked_before_the_original_and_merged_later_loses(tmp_path, co
     late = _entry(tied, "Acme/M", EARLIER)
     kept, _, refused = drop_superseded_and_duplicates([late, pair[0]], history=History(tied))
     assert [s.name for s in kept] == [pair[0].name] and refused[0][0] == late.name
+
+
+@pytest.mark.slow
+def test_an_honest_salted_run_is_refused_as_an_arm_not_an_entry(
+    tmp_path, submission_rows, regen_cache, deepseek
+):
+    """Before: ``[hash] sample 1: doc.length differs from the split``, which does not say why.
+    Now the refusal says that a salted arm is not a board entry and what to submit."""
+    from phasebench.salting import salt_row
+
+    subs = tmp_path / "subs"
+    salted = [salt_row(row, deepseek) for row in submission_rows]
+    folder = make_submission(subs, salted, model="acme/salted")
+    results = next(folder.glob("results_*.json"))
+    data = json.loads(results.read_text())
+    data["configs"][TASK]["metadata"]["prefix_cache"] = "salted"
+    data["configs"][TASK]["metadata"]["max_seq_lengths"] = [submission_rows[0]["length"]]
+    results.write_text(json.dumps(data))
+    outcome = validate_all(subs, tasks=TASKS, cache=regen_cache)
+    ((_, (problem,)),) = outcome.refused
+    assert problem.rule == "prefix_cache", problem
+    assert "a salted run" in problem.message and "is not a board entry" in problem.message

@@ -69,3 +69,25 @@ def test_report_refuses_a_doc_that_is_not_an_object_in_one_line(tmp_path, doc):
     code, _, err = run(["report", str(folder), "--n-boot", "0", "--n-perm", "0"])
     assert code == 2 and "Traceback" not in err
     assert "no phasebench samples" in one_line(err)
+
+
+def test_report_refuses_a_salt_that_is_not_a_multiple_of_p(tmp_path):
+    """A salted run whose salt is 17 tokens at P = 8 (every position off by one, labels kept):
+    before, a significant gap from ``report`` and "128/128 agree" from ``--diff``; now both
+    refuse it in one line, exit 2. A salt of 16 tokens is read."""
+    weak = [0.0 if r == 1 else 1.0 for r in range(8)]
+    plain = [_doc_line(b, r, weak[r]) for b in range(16) for r in range(8)]
+
+    def salted(salt: int) -> list[bytes]:
+        return [_doc_line(b, r, weak[(r + salt) % 8], prefix_cache="salted", salt_tokens=salt)
+                for b in range(16) for r in range(8)]  # fmt: skip
+
+    base = _report_samples(tmp_path / "plain", plain)
+    odd = _report_samples(tmp_path / "odd", salted(17))
+    for argv in ([str(odd)], [str(base), str(odd), "--diff"]):
+        code, _, err = run(["report", *argv, "--n-boot", "0", "--n-perm", "0"])
+        assert code == 2 and "Traceback" not in err
+        assert "salt is 17 tokens, not a multiple of P = 8" in one_line(err)
+    even = _report_samples(tmp_path / "even", salted(16))
+    code, _, err = run(["report", str(even), "--n-boot", "0", "--n-perm", "0"])
+    assert code == 0, err
