@@ -12,6 +12,7 @@ from typing import Any
 
 import pandas as pd
 
+from phasebench.cache_reads import one_at_a_time_problem, read_order_problem
 from phasebench.errors import MachineError, PhasebenchError, SamplesError
 from phasebench.families import paired_unit
 from phasebench.leaderboard.collect import RawSubmission, Refused
@@ -228,6 +229,10 @@ def check_task(
     config = (results.get("configs") or {}).get(task) or {}
     docs = [_check_sample_shape(rec, path, i + 1) for i, rec in enumerate(records)]
     _check_arm(task, path, config, docs)
+    if any("read" in d for d in docs):
+        order = read_order_problem(records) or one_at_a_time_problem(results.get("config") or {})
+        if order:
+            raise Refused("prefix_cache", path, f"{task}: not a repeat run's order: {order}")
     _check_tokenizer(raw, path, docs, tok, config)
     task_hash = "".join(r["doc_hash"] + r["prompt_hash"] + r["target_hash"] for r in records)
     reported_hash = (results.get("task_hashes") or {}).get(task)

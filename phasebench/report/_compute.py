@@ -12,7 +12,7 @@ from typing import Any
 
 from phasebench import metrics
 from phasebench._version import __version__
-from phasebench.cache_reads import repeat_comparison
+from phasebench.cache_reads import one_at_a_time_problem, read_order_problem, repeat_comparison
 from phasebench.errors import SamplesError, SpecError, StatsError, debugging, first_line
 from phasebench.families import get_family
 from phasebench.report._read import REPORT_FORMAT, Run
@@ -58,6 +58,10 @@ def build_report(
         for task, samples in run.samples.items():
             groups, served = _group(task, samples)
             warm_vs_cold = repeat_comparison(task, samples)
+            if warm_vs_cold and (
+                order := read_order_problem(samples) or one_at_a_time_problem(run.config)
+            ):
+                raise SamplesError(f"not a measurement: {run.source}: {task}: {order}")
             for key, witness in served.items():
                 if fed_off_label(witness["agree"], witness["disagree"], witness["unverified"]):
                     total = sum(witness[state] for state in SERVED_STATES)

@@ -32,7 +32,7 @@ from support.hostile import (
     gzip_repeating,
     memory_hog,
 )
-from support.submissions import REVISION, TASK, TASKS, make_submission
+from support.submissions import REVISION, TASK, TASKS, make_submission, write_lmeval
 
 #: Address space a validation may add in the memory-limit test: a plain submission fits, the
 #: memory hog (within every size cap) does not.
@@ -591,3 +591,53 @@ def test_an_honest_salted_run_is_refused_as_an_arm_not_an_entry(
     ((_, (problem,)),) = outcome.refused
     assert problem.rule == "prefix_cache", problem
     assert "a salted run" in problem.message and "is not a board entry" in problem.message
+
+
+def _repeat_records(rows: list[dict], order: str) -> list[dict]:
+    """A repeat run's records: every prompt read cold then warm at consecutive doc ids (the
+    arm's order), or all cold reads then all warm ones, or each warm read before its cold
+    twin (the docs' ``read`` labels swapped)."""
+    from support.submissions import sample_record
+
+    n, records = len(rows), []
+    for i, row in enumerate(rows):
+        at = {"cold": 2 * i, "warm": 2 * i + 1}
+        if order == "all cold, then all warm":
+            at = {"cold": i, "warm": n + i}
+        elif order == "warm first":
+            at = {"cold": 2 * i + 1, "warm": 2 * i}
+        for read in ("cold", "warm"):
+            record = sample_record(at[read], {**row, "read": read}, " " + row["answer"])
+            if read == "warm":
+                record["acc_warm"], record["metrics"] = record.pop("acc"), ["acc_warm"]
+            records.append(record)
+    return sorted(records, key=lambda r: r["doc_id"])  # lm-eval logs in doc_id order
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "order", ["all cold, then all warm", "warm first", "batch_size 4", "num_concurrent 4"]
+)
+def test_a_repeat_run_out_of_the_arms_order_is_refused(
+    tmp_path, submission_rows, regen_cache, order
+):
+    """Before: accepted and read as "cold, then warm ... McNemar p 1.1e-19". Now the board
+    checks the reads against the order the arm sends them in (each cold read right before its
+    warm twin) and the logged config (batch size 1, no concurrency)."""
+    folder = make_submission(tmp_path / "subs", submission_rows, accuracy=[1.0] * 8)
+    for path in [*folder.glob("samples_*"), *folder.glob("results_*")]:
+        path.unlink()
+    records = _repeat_records(submission_rows, "arm" if " 4" in order else order)
+    config = {"model": "hf", "model_args": "pretrained=acme/phase-model", "limit": None}
+    if order == "batch_size 4":
+        config["batch_size"] = 4
+    elif order == "num_concurrent 4":
+        config["model_args"] += ",num_concurrent=4"
+    table = {"alias": TASK, "acc,none": 1.0, "acc_stderr,none": "N/A", "acc_warm,none": 1.0}
+    write_lmeval(folder, records, results={TASK: table}, config=config)
+    outcome = validate_all(tmp_path / "subs", tasks=TASKS, cache=regen_cache)
+    ((_, (problem,)),) = outcome.refused
+    assert problem.rule == "prefix_cache", problem
+    assert "not a repeat run's order" in problem.message
+    word = order.split()[0] if " 4" in order else "repeat run reads each prompt cold, then warm"
+    assert word in problem.message

@@ -91,3 +91,51 @@ def test_report_refuses_a_salt_that_is_not_a_multiple_of_p(tmp_path):
     even = _report_samples(tmp_path / "even", salted(16))
     code, _, err = run(["report", str(even), "--n-boot", "0", "--n-perm", "0"])
     assert code == 0, err
+
+
+def _repeat_lines(order: str, n_base: int = 8) -> list[bytes]:
+    """A repeat run's lines in doc_id order: each prompt read cold then warm (the warm read
+    wrong on phase 0), all cold then all warm, or each warm read before its cold twin."""
+    prompts = [(b, r) for b in range(n_base) for r in range(8)]
+    lines = []
+    for i, (b, r) in enumerate(prompts):
+        at = {"arm": {"cold": 2 * i, "warm": 2 * i + 1},
+              "all cold, then all warm": {"cold": i, "warm": len(prompts) + i},
+              "warm first": {"cold": 2 * i + 1, "warm": 2 * i}}[order]  # fmt: skip
+        for read in ("cold", "warm"):
+            doc = {"id": f"kv-4096-b{b:05d}-p{r}", "family": "kv", "length": 4096,
+                   "phase_modulus": 8, "phase": r, "base_id": b, "read": read}  # fmt: skip
+            key, value = ("acc", 1.0) if read == "cold" else ("acc_warm", float(r != 0))
+            lines.append((at[read], {"doc_id": at[read], "doc": doc, key: value}))
+    return [(json.dumps(rec) + "\n").encode() for _, rec in sorted(lines, key=lambda x: x[0])]
+
+
+@pytest.mark.parametrize(
+    "order", ["all cold, then all warm", "warm first", "batch_size 4", "num_concurrent 4"]
+)
+def test_report_refuses_a_repeat_run_out_of_the_arms_order(tmp_path, order):
+    """Before: printed as "prefix cache  warm vs cold ... McNemar p ..." with no flag. Now a
+    repeat run is checked against the order its arm sends the reads in, and against the
+    logged lm-eval config (batch size 1, no concurrency): one line, exit 2."""
+    folder = _report_samples(tmp_path, _repeat_lines("arm" if " 4" in order else order))
+    config = {"model_args": "pretrained=acme/m", "batch_size": 1}
+    if order == "batch_size 4":
+        config["batch_size"] = 4
+    elif order == "num_concurrent 4":
+        config["model_args"] += ",num_concurrent=4"
+    results = {"results": {"phasebench_kv": {}}, "config": config}
+    (folder / "results_2026-01-01T00-00-00.000000.json").write_text(json.dumps(results))
+    code, _, err = run(["report", str(folder), "--n-boot", "0", "--n-perm", "0"])
+    assert code == 2 and "Traceback" not in err, err
+    assert "not a measurement" in one_line(err)
+    word = order.split()[0] if " 4" in order else "a repeat run reads each prompt cold, then warm"
+    assert word in one_line(err)
+
+
+def test_report_reads_a_repeat_run_in_the_arms_order(tmp_path):
+    folder = _report_samples(tmp_path, _repeat_lines("arm"))
+    results = {"results": {"phasebench_kv": {}}, "config": {"model_args": "pretrained=acme/m"}}
+    (folder / "results_2026-01-01T00-00-00.000000.json").write_text(json.dumps(results))
+    code, out, err = run(["report", str(folder), "--n-boot", "0", "--n-perm", "0"])
+    assert code == 0, err
+    assert "prefix cache  warm vs cold: 56/64 agree" in out
