@@ -139,3 +139,40 @@ def test_report_reads_a_repeat_run_in_the_arms_order(tmp_path):
     code, out, err = run(["report", str(folder), "--n-boot", "0", "--n-perm", "0"])
     assert code == 0, err
     assert "prefix cache  warm vs cold: 56/64 agree" in out
+
+
+def _served_lines(concentrated: bool) -> list[bytes]:
+    """A flat model (50% in every phase, 192 base items, P = 4) through a server whose count is
+    off by one on 37 of 768 samples (4.8%, under the 5% line): all right answers of phase 0
+    (``concentrated``), or spread over every phase, half of them right."""
+    lines = []
+    for b in range(192):
+        for r in range(4):
+            if concentrated:
+                off = r == 0 and b < 37
+                acc = float(b < 96) if r == 0 else float(b % 2)
+            else:
+                off = b < 37 and r == b % 4
+                acc = float(b % 2)
+            doc = {"id": f"kv-4096-b{b:05d}-p{r}", "family": "kv", "length": 4096,
+                   "phase_modulus": 4, "phase": r, "base_id": b}  # fmt: skip
+            served = [4096, 4095 if off else 4096]
+            record = {"doc": doc, "acc": acc, "filter": "none", "served_verified": served}
+            lines.append((json.dumps(record) + "\n").encode())
+    return lines
+
+
+@pytest.mark.parametrize("concentrated", [True, False], ids=["one phase", "spread"])
+def test_report_refuses_a_gap_made_by_the_rows_left_out(tmp_path, concentrated):
+    """Before: "gap 11.9 [6.1, 17.7] (significant; p < 0.001)", a gap made by the 37 left-out
+    rows alone. Now the left-out rows are put back counted wrong and counted right; where the
+    verdict differs, one line, exit 2. Spread over the phases, they change nothing: read."""
+    folder = _report_samples(tmp_path, _served_lines(concentrated))
+    code, out, err = run(["report", str(folder), "--n-boot", "0", "--n-perm", "200"])
+    if concentrated:
+        assert code == 2 and "Traceback" not in err, err
+        assert "rests on the 37 samples left out" in one_line(err)
+        assert "phase(s) 0" in one_line(err)
+    else:
+        assert code == 0, err
+        assert "37 disagree and are left out" in out
