@@ -194,7 +194,7 @@ def test_the_command_runs_only_the_declared_model(logged_as):
     ``trust_remote_code``, a shell metacharacter): the shown command, split as a shell does and
     parsed by lm-eval's own command line parser and by ``simple_parse_args_string``, names the
     submission.yaml model and revision and passes on only allow-listed arguments."""
-    from phasebench.lmeval.compat import parse_model_args, parse_run_args
+    from phasebench.lmeval_compat import parse_model_args, parse_run_args
 
     revision = "b" * 40
     meta = {"model": "phasebench/tiny-random-llama", "revision": revision, "backend": "hf",
