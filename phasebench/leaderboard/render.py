@@ -111,6 +111,9 @@ PAPER = f"https://arxiv.org/abs/{ARXIV_ID}"
 HUB = "https://huggingface.co"
 #: A board page shows its first rows only until the visitor asks for all of them.
 TOP_N = 100
+#: How a board counts the rows it does not rank, several of one standing.
+PLURAL = {_standing.REFERENCE: "references", _standing.AT_FLOOR: "at floor",
+          _standing.EARLIER: "earlier designs", _standing.FIXTURE: "test fixtures"}  # fmt: skip
 #: KV-cache descriptions are cut to this many characters in tables (full text on the model page).
 KV_SHORT = 40
 
@@ -249,6 +252,10 @@ def render_site(
         ranking=metrics.RANKING,  # the statistic boards rank by: no template spells its key
         default_modulus=DEFAULT_MODULUS,
         level=metrics.LEVEL,  # the intervals' level ("95%"), read from metrics.ALPHA
+        floor_margin=_standing.FLOOR_MARGIN,
+        # what a row's rank cell shows where it has no place
+        standing_mark={_standing.REFERENCE: "ref.", _standing.AT_FLOOR: "floor",
+                       _standing.EARLIER: "earlier", _standing.FIXTURE: "—"},  # fmt: skip
     )
 
     def write(rel: str, template: str, **context: Any) -> None:
@@ -267,6 +274,9 @@ def render_site(
         labels = [identity(r) for r in members]
         label = _board_label(first)
         ranked = [r for r in members if r.get("rank_worst") is not None]
+        apart = [(what, sum(r.get("standing") == what for r in members))
+                 for what in (_standing.REFERENCE, _standing.AT_FLOOR, _standing.EARLIER,
+                              _standing.FIXTURE)]  # fmt: skip
         boards.append(
             {
                 "name": name,
@@ -281,6 +291,10 @@ def render_site(
                 "rows": members,
                 "labels": labels,
                 "ranked": ranked,
+                "apart": [(what if n == 1 else PLURAL[what], n) for what, n in apart if n],
+                "floor": [r for r in members if r.get("standing") == _standing.AT_FLOOR],
+                "compared": [r for r in members if not r.get("fixture")],
+                "by_anchor": {r["anchor"]: r for r in members},
                 "leaders": [
                     (r, lab)
                     for r, lab in zip(members, labels, strict=True)
@@ -338,7 +352,7 @@ def render_site(
         written.extend(_write_badges(out, b))
     compared = board.get("comparisons") or {}
     for b in boards:
-        if len(b["ranked"]) >= 2:
+        if len(b["compared"]) >= 2:
             write(f"compare/{b['slug']}.html", "compare.html.j2", b=b,
                   data=_compare_data(b, compared.get(b["name"])),
                   paired=compared.get(b["name"]) is not None, root="..", **common)  # fmt: skip

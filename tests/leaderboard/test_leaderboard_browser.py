@@ -590,3 +590,49 @@ def test_shipped_examples_site_in_chromium(tmp_path, shipped_outcome):
         phone.screenshot(path=str(shots["-model"]))
     for shot in shots.values():
         assert shot.stat().st_size > 10_000
+
+
+@pytest.mark.slow
+def test_compare_says_what_it_found_swaps_the_sign_and_keeps_a_wrong_address(server, site):
+    """The compare page with two real entries leads with a verdict sentence and gives A − B in
+    the order picked: swapping A and B flips the sign of every paired difference and of its
+    interval. An address with a missing entry shows a notice, no comparison, and is kept as
+    it was (no silent rewrite to the board's first entries)."""
+    data = json.loads((site / "leaderboard.json").read_text())
+    rows = {r["model"]: r for r in data["rows"] if r["variant"] is None}
+    chunked, flat = rows["acme/chunked-kv"]["anchor"], rows["acme/flat-attention"]["anchor"]
+    (compare,) = (site / "compare").glob("*.html")
+    base = f"{server}/compare/{compare.name}"
+
+    def differences(page) -> tuple[str, list[str], list[str]]:
+        verdict = page.locator("#verdict").inner_text()
+        cells = page.locator("#paired tbody tr").evaluate_all(
+            "trs => trs.map(tr => [tr.cells[3].textContent, tr.cells[4].textContent])"
+        )
+        return verdict, [c[0] for c in cells], [c[1] for c in cells]
+
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": 390, "height": 844})
+        errors, _ = _watch(page, server)
+        page.goto(f"{base}?a={chunked}&b={flat}")
+        verdict, diffs, intervals = differences(page)
+        # the stride-4 entry has the larger gap and the lower worst phase, and says so first
+        assert verdict.startswith("A (acme/chunked-kv) has the larger phase gap, by "), verdict
+        assert "lower worst phase" in verdict and "A − B +" in verdict, verdict
+        assert diffs[0].startswith("+") and diffs[1].startswith("\u2212"), diffs
+        assert all(" to " in i and "–" not in i for i in intervals), intervals
+        assert page.locator("#notice").is_hidden()
+        _fits(page, 390)  # every column readable on a phone: the tables stack
+        page.goto(f"{base}?a={flat}&b={chunked}")
+        swapped, diffs_swapped, intervals_swapped = differences(page)
+        assert swapped.startswith("B (acme/chunked-kv) has the larger phase gap, by "), swapped
+        sign = {"+": "\u2212", "\u2212": "+"}
+        assert diffs_swapped == [sign[d[0]] + d[1:] for d in diffs], (diffs, diffs_swapped)
+        assert all(i.startswith("[\u2212") for i in intervals_swapped[:1]), intervals_swapped
+        wrong = f"{base}?a={chunked}&b=e-nothing-here"
+        page.goto(wrong)
+        notice = page.locator("#notice")
+        assert notice.is_visible() and "(e-nothing-here) is not an entry" in notice.inner_text()
+        assert page.locator("#verdict").inner_text() == ""
+        assert page.url == wrong  # the address is kept as it was
+        assert not errors, errors
