@@ -45,8 +45,10 @@ def findings(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 "n_significant": len(significant),
                 "n_preliminary": sum(bool(r.get("preliminary")) for r in ranked),
                 "n_configurations": len({r.get("configuration") for r in members}),
-                **{f"n_{key.replace(' ', '_')}": sum(r.get("standing") == key for r in members)
-                   for key in (REFERENCE, AT_FLOOR, EARLIER, FIXTURE)},  # fmt: skip
+                **{
+                    f"n_{key.replace(' ', '_')}": sum(r.get("standing") == key for r in members)
+                    for key in (REFERENCE, AT_FLOOR, EARLIER, FIXTURE)
+                },  # fmt: skip
                 "largest": _finding_row(largest) if largest else None,
                 "control": _finding_row(control) if control and significant else None,
             }

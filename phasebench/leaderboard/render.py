@@ -254,8 +254,12 @@ def render_site(
         level=metrics.LEVEL,  # the intervals' level ("95%"), read from metrics.ALPHA
         floor_margin=_standing.FLOOR_MARGIN,
         # what a row's rank cell shows where it has no place
-        standing_mark={_standing.REFERENCE: "ref.", _standing.AT_FLOOR: "floor",
-                       _standing.EARLIER: "earlier", _standing.FIXTURE: "—"},  # fmt: skip
+        standing_mark={
+            _standing.REFERENCE: "ref.",
+            _standing.AT_FLOOR: "floor",
+            _standing.EARLIER: "earlier",
+            _standing.FIXTURE: "—",
+        },  # fmt: skip
     )
 
     def write(rel: str, template: str, **context: Any) -> None:
