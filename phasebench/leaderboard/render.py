@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+from markupsafe import Markup, escape
 
 from phasebench import metrics
 from phasebench._version import __version__
@@ -66,6 +67,7 @@ def environment() -> jinja2.Environment:
     env.filters["places"] = _places
     env.filters["heat"] = charts.heat_class
     env.filters["labelled"] = lambda row: (row, identity(row))
+    env.filters["breakable"] = breakable
     return env
 
 
@@ -129,6 +131,12 @@ def identity(item: Mapping[str, Any]) -> str:
     if serving:
         parts.append(_serving(serving))
     return " · ".join(parts)
+
+
+def breakable(name: Any) -> Markup:
+    """A model id that a narrow cell may wrap after its ``/`` only (``HuggingFaceTB/`` then
+    ``SmolLM2-135M-Instruct``), never inside a word; the text escaped."""
+    return Markup("/<wbr>").join(escape(part) for part in str(name).split("/"))
 
 
 def _serving(serving: Any) -> str:
