@@ -273,6 +273,17 @@ def _rank_intervals(
             row[key] = list(interval) if interval is not None else None
 
 
+def _lowest_ties(per_phase: Sequence[float | None] | None) -> list[int] | None:
+    """The phases that share the lowest accuracy, where several do and not all (a flat row
+    names no weak phase): one index would name one of them as if it stood out."""
+    values = [v for v in per_phase or [] if v is not None]
+    if not values:
+        return None
+    low = min(values)
+    tied = [i for i, v in enumerate(per_phase or []) if v is not None and math.isclose(v, low)]
+    return tied if 1 < len(tied) < len(values) else None
+
+
 def _anchor(row: Mapping[str, Any]) -> str:
     """The row's permalink id on its board page: its model page's name (one per entry)."""
     return "e-" + Path(str(row["page"])).stem
@@ -357,6 +368,7 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
                     "anchor": _anchor({"page": page}),
                 }
             )
+            rows[-1]["lowest_phase_ties"] = _lowest_ties(rows[-1].get("per_phase"))
             if stop:
                 rows[-1]["staged"] = stop  # recomputed by validation, never the submitter's
             records = _records(frame)

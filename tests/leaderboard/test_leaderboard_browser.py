@@ -571,6 +571,24 @@ def test_shipped_boards_rank_one_row_per_configuration_and_no_reference_or_floor
     chunk4 = [r for r in m8 if r["variant"] == "kvpress-chunk4-r0.1-niah512-m8-n168"][0]
     assert chunk4["designs_disagree"] and len(chunk4["earlier_designs"]) == 2
     assert "designs disagree" in (site / board_page("phasebench_niah@512/m8")).read_text()
+    # where several phases share the lowest accuracy the row says so, never one of them alone
+    snapkv = [
+        r for r in boards["phasebench_niah@1024/m8"] if r["variant"] == "kvpress-snapkv-r0.25"
+    ]
+    assert snapkv[0]["lowest_phase_ties"] == [0, 2, 3, 4, 7]
+    assert (
+        "weak phase: 5 of 8 phases tie"
+        in (site / board_page("phasebench_niah@1024/m8")).read_text()
+    )
+    # CSV: places and their intervals as integers, empty where a row has no place
+    import csv
+
+    with (site / "leaderboard.csv").open(encoding="utf-8") as handle:
+        lines = [line for line in csv.DictReader(handle) if line["reported"] == "False"]
+    for column in ("rank_worst", "rank_worst_lo", "rank_worst_hi", "rank_average_lo"):
+        assert all(re.fullmatch(r"\d*", line[column]) for line in lines), column
+    assert {line["standing"] for line in lines} == {"ranked", "reference", "at floor",
+                                                    "earlier design", "test fixture"}  # fmt: skip
 
 
 @pytest.mark.slow
