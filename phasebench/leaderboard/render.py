@@ -454,7 +454,8 @@ def _write_badges(out: Path, b: Mapping[str, Any]) -> list[Path]:
             value = f"{len(b['leaders'])} share rank 1"
         warn = False
     else:
-        value, warn = ("no leader: preliminary" if b["ranked"] else "test fixtures only"), True
+        apart = ", ".join(f"{n} {what}" for what, n in b["apart"])
+        value, warn = ("no leader: preliminary" if b["ranked"] else f"none ranked: {apart}"), True
     text = charts.badge_svg(short, value, f"{b['label']}: {value}", warn=warn)
     written.append(atomic_write_text(out / badge_path(b["slug"]), text))
     for row in b["rows"]:
@@ -465,6 +466,8 @@ def _write_badges(out: Path, b: Mapping[str, Any]) -> list[Path]:
         )
         if row.get("fixture"):
             value += " · test fixture"
+        elif row.get("standing") not in (None, _standing.RANKED):
+            value += f" · {row['standing']}"
         elif row.get("preliminary"):
             value += " · preliminary"
         title = f"{identity(row)}, {b['label']}: {value}"
