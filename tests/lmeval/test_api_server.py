@@ -13,6 +13,10 @@ must be the anchor's index in the templated sequence.
 llama-cpp-python's server runs the same checks by ``benchmarks/check_api_server.py --server
 llama-cpp``, not here: it has no prebuilt CPU wheel and compiles for 29 minutes
 (``tests/support/openai_server.py``).
+
+The prefix-cache repeat arm (every prompt read twice) runs end to end once, through the loopback
+server of ``tests/test_prefix_cache.py``; ``benchmarks/check_api_server.py`` runs it against
+this server (``check_repeat``).
 """
 
 from __future__ import annotations
@@ -24,7 +28,6 @@ from support.api_checks import (
     check_chat,
     check_completions,
     check_length_axis,
-    check_repeat,
     check_witness_catches_retokenizing,
 )
 from support.openai_server import serve
@@ -60,13 +63,6 @@ def test_witness_marks_prompts_the_server_tokenized_otherwise(server, tmp_path):
 @pytest.mark.slow
 def test_both_axes_through_the_server(server, tmp_path):
     assert check_length_axis(server, tmp_path)
-
-
-@pytest.mark.slow
-def test_repeat_reads_agree_on_a_correct_server(server, tmp_path):
-    """The clean case of the prefix-cache axis: every prompt read twice in a row, warm vs cold
-    not significant (tests/test_prefix_cache.py has the faulty case)."""
-    assert check_repeat(server, tmp_path)
 
 
 def test_api_backends_take_the_context_from_max_length():
