@@ -294,30 +294,6 @@ def test_end_to_end_on_smollm2_through_hf(tmp_path, capsys, monkeypatch):
     assert printed.rstrip().splitlines()[-1] == data["verdict"]
 
 
-@pytest.mark.slow
-def test_end_to_end_through_the_api_server(tmp_path, capsys):
-    """``local-completions`` against ``transformers serve`` on SmolLM2: the server's
-    usage.prompt_tokens must equal every checked shift's length (the witness)."""
-    from support.openai_server import serve
-
-    with serve("transformers", tmp_path / "server") as served:
-        args = (f"model={served.model},base_url={served.url}/v1/completions,"
-                f"tokenizer={served.tokenizer},max_length=2048,tokenizer_backend=huggingface,"
-                f"tokenized_requests=False")  # fmt: skip
-        code = main(["probe", write(tmp_path, NIAH), "--model", "local-completions",
-                     "--model_args", args, "--expect", "48213", "--modulus", "4", "--rounds",
-                     "2", "--styles", "comment_hash", "--max_gen_toks", "8",
-                     "--out", str(tmp_path / "out")])  # fmt: skip
-        sent = served.recorder.on("/v1/completions")
-    assert code == 0, capsys.readouterr().err
-    data = json.loads((tmp_path / "out" / "probe.json").read_text())
-    assert len(sent) == len(data["shifts"]) == 8
-    assert data["witness"] == {"kind": "usage.prompt_tokens", "agreed": 8, "disagreed": 0,
-                               "missing": 0, "excluded_from_statistics": 0}  # fmt: skip
-    # the server read the checked text of every shift
-    assert [e.request["prompt"] for e in sent][0].startswith("Read the notes below")
-
-
 def test_a_question_cut_that_a_lone_context_encodes_differently_is_refused(smollm2):
     """SmolLM2 encodes a text-final blank line as one token, the same blank line before
     ``Question`` as two: kvpress, which encodes the context alone, needs the cut before it."""
