@@ -36,6 +36,8 @@ __all__ = [
     "SAMPLES_NAME",
     "LogError",
     "ReadLimits",
+    "REPEAT_READS",
+    "BASELINE_READS",
     "SERVED_KEY",
     "MAX_OFF_LABEL_SHARE",
     "SERVED_STATES",
@@ -236,6 +238,17 @@ SALTED_KEY = "acc_salted"
 #: The reads of a prompt besides its cold one, each with the key it scores under: they enter no
 #: phase statistic, only the comparison of reads (:mod:`phasebench.cache_reads`).
 EXTRA_READS = {"warm": WARM_KEY, "salted": SALTED_KEY}
+
+
+#: The reads of one prompt in a ``"prefix_cache": "repeat"`` run, in the order they are sent
+#: (a doc's ``read``): what the lm-eval tasks log (:func:`phasebench.lmeval.data.repeated`) and
+#: what ``phasebench report`` and the leaderboard check the logged order against
+#: (:func:`phasebench.cache_reads.read_order_problem`).
+REPEAT_READS = ("cold", "warm")
+#: The reads of one prompt in a ``"prefix_cache": "baseline"`` run, in the order the arm lays
+#: them out: a repeat run's two, then the salted read (sent in a group of its own, a prompt
+#: length of its own, so never between a cold read and its warm twin).
+BASELINE_READS = (*REPEAT_READS, "salted")
 
 
 def is_warm(doc: Mapping[str, Any]) -> bool:

@@ -24,6 +24,7 @@ from phasebench.atomic import remove_entry, staged_folder
 from phasebench.errors import EvalError, SpecError, SplitError, TokenizerError
 from phasebench.families import get_family
 from phasebench.rows import config_length
+from phasebench.samples import BASELINE_READS, REPEAT_READS
 from phasebench.specs import DEFAULT_MODULUS, DEFAULT_SEED, TOKENIZER_ARG_NAMES, SplitSpec
 from phasebench.tokenization import (
     PhaseTokenizer,
@@ -123,9 +124,10 @@ def _length_phases(value: Any) -> str | None:
 PREFIX_CACHE_ARMS = ("repeat", "salted", "baseline")
 #: The arms that read every prompt more than once, one request at a time (a doc's ``read``).
 READ_TWICE = ("repeat", "baseline")
-#: The two reads of one prompt in a ``repeat`` run, in the order they are sent (a doc's ``read``);
-#: a ``baseline`` run adds a third, ``salted``.
-READS = ("cold", "warm")
+#: The reads of one prompt in a ``repeat`` run, in the order they are sent (a doc's ``read``;
+#: declared in :data:`phasebench.samples.REPEAT_READS`, where report and leaderboard read it);
+#: a ``baseline`` run adds a third, ``salted`` (:data:`phasebench.samples.BASELINE_READS`).
+READS = REPEAT_READS
 
 
 def prefix_cache_arm(kwargs: Mapping[str, Any]) -> str | None:
@@ -173,7 +175,7 @@ def repeated(
     out = []
     for row, other in zip(rows, salted, strict=True):
         plain = {**row, "config_length": config_length(row), "prefix_cache": None}
-        out += [{**plain, "read": read} for read in READS] + [{**other, "read": "salted"}]
+        out += [{**plain, "read": read} for read in READS] + [{**other, "read": BASELINE_READS[-1]}]
     # one set of fields for every read (lm-eval's dataset takes its columns from the first row)
     fields = dict.fromkeys(key for read in out for key in read)
     return [{key: read.get(key) for key in fields} for read in out]
