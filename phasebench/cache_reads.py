@@ -30,6 +30,7 @@ from phasebench.samples import BASELINE_READS, EXTRA_READS, REPEAT_READS, extra_
 from phasebench.stats.cache import ReadPair, ThreeReads
 
 __all__ = [
+    "BASELINE_NOT_ACCEPTED",
     "arm_of",
     "arms_comparison",
     "cache_lines",
@@ -37,6 +38,13 @@ __all__ = [
     "read_order_problem",
     "repeat_comparison",
 ]
+
+#: Why the leaderboard refuses a ``baseline`` run (for now): its salted reads are not the
+#: split's prompts, and validation regenerates the split, not its salts.
+BASELINE_NOT_ACCEPTED = (
+    'a baseline run ("prefix_cache": "baseline") is not accepted yet: its salted reads are not '
+    "the split's prompts; submit the repeat arm, and keep the baseline run's report beside it"
+)
 
 #: One outcome of one prompt: (needle phase, length phase or None, acc).
 Outcome = tuple[int, int | None, float]

@@ -43,6 +43,7 @@ from phasebench.leaderboard.presses import describe_kv_cache
 from phasebench.leaderboard.readings import findings, settings
 from phasebench.leaderboard.summaries import board_summary
 from phasebench.leaderboard.validate import Outcome, Submission
+from phasebench.lmeval.served_settings import SETTINGS, differing_settings, settings_label
 from phasebench.samples import ScoredRecord
 
 REPORTED_NOTE = "reported, not reproduced"
@@ -350,7 +351,7 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
                     **_kv_fields(sub.meta["kv_cache"]),
                     "length_note": _length_note(task),
                     "serving": _serving_label(sub.meta.get("serving")),
-                    "serving_settings": _settings_label(sub.meta.get("serving")),
+                    "serving_settings": settings_label(sub.meta.get("serving")),
                     "serving_witness": detail["serving_witness"],
                     "chat_template": bool(sub.meta["chat_template"]),
                     **exported(summary),
@@ -542,23 +543,10 @@ def _serving_label(serving: Mapping[str, Any] | None) -> str | None:
     return f"{serving['engine']} {serving['version']}" + (f"; {flags}" if flags else "")
 
 
-def _settings_label(serving: Mapping[str, Any] | None) -> str | None:
-    """A serving entry's declared settings in one cell (``ubatch_tokens=512; prefix_cache=on``),
-    in :data:`~phasebench.lmeval.served_settings.SETTINGS` order; None when it declares none."""
-    from phasebench.lmeval.served_settings import SETTINGS
-
-    declared = (serving or {}).get("settings") or {}
-    if not declared:
-        return None
-    shown = {n: ("on" if v else "off") if isinstance(v, bool) else v for n, v in declared.items()}
-    return "; ".join(f"{n}={shown[n]}" for n in SETTINGS if n in shown)
-
-
 def _compare_settings(models: dict[str, dict[str, Any]]) -> None:
     """Give every entry that another entry of its model shares the page with a list of those
     others (``other_stacks``: page, serving label, the settings whose declarations differ), so
     that two entries of one model on two stacks show what differs."""
-    from phasebench.lmeval.served_settings import SETTINGS, differing_settings
 
     by_model: dict[str, list[str]] = {}
     for page, detail in models.items():

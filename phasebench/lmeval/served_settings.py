@@ -32,6 +32,7 @@ __all__ = [
     "differing_settings",
     "reported_settings",
     "setting_text",
+    "settings_label",
     "settings_mismatch",
 ]
 
@@ -72,6 +73,14 @@ SETTINGS: dict[str, Setting] = {
 #: the chat template: tens of kilobytes).
 MAX_REPORT_BYTES = 1 << 20
 TIMEOUT_SECONDS = 10
+
+
+def settings_label(serving: Mapping[str, Any] | None) -> str | None:
+    """A serving entry's declared settings in one cell (``ubatch_tokens=512; prefix_cache=on``),
+    in :data:`SETTINGS` order; None when it declares none."""
+    declared = (serving or {}).get("settings") or {}
+    shown = {n: ("on" if v else "off") if isinstance(v, bool) else v for n, v in declared.items()}
+    return "; ".join(f"{n}={shown[n]}" for n in SETTINGS if n in shown) or None
 
 
 def setting_text(name: str, value: Any) -> str:

@@ -247,8 +247,9 @@ def salt_problem(doc: Mapping[str, Any]) -> str | None:
     """What is wrong with a salted read's salt (None for an unsalted doc, or a salt that is a
     positive multiple of P tokens): a salt of ``s`` tokens moves every token by ``s``, so
     unless ``s`` is a multiple of P each phase label is off by ``s mod P`` and the gap is
-    measured between the wrong phases (:mod:`phasebench.salting`)."""
-    if doc.get("prefix_cache") != "salted" and "salt_tokens" not in doc:
+    measured between the wrong phases (:mod:`phasebench.salting`). A ``baseline`` run's cold
+    and warm reads carry ``salt_tokens`` as null (every read has every field): unsalted."""
+    if doc.get("prefix_cache") != "salted" and doc.get("salt_tokens") is None:
         return None
     salt, modulus = doc.get("salt_tokens"), int(doc["phase_modulus"])
     if isinstance(salt, bool) or not isinstance(salt, int) or salt <= 0:
