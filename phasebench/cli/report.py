@@ -64,7 +64,9 @@ def run(args: argparse.Namespace) -> int:
             "--diff needs the two runs' per-sample logs, not a saved report JSON; pass the two "
             "lm-eval output folders"
         )
-    difference = difference_report(runs, **settings) if args.diff else None
+    difference = (
+        difference_report(runs, n_boot=args.n_boot, seed=args.stats_seed) if args.diff else None
+    )
     computed = [build_report(runs, **settings)] if runs else []
     report = merge_reports(computed, reports)
     if difference is not None:
