@@ -21,7 +21,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--diff",
         action="store_true",
         help="two runs of one split, before then after: the difference in gap and in worst "
-        "phase with a paired bootstrap interval and a permutation p (refused unless both runs "
+        "phase with a paired bootstrap interval and its p (refused unless both runs "
         "are of the same split: same spec and tokenizer)",
     )
     rep.add_argument("--json", dest="json_out", default=None, metavar="FILE", help="write JSON")

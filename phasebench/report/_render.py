@@ -88,7 +88,8 @@ def render_tables(report: dict[str, Any]) -> str:
 
 def _difference_block(diff: Mapping[str, Any]) -> str:
     """The two-run difference: per task and length, each compared statistic before, after,
-    the difference (after minus before) with its paired bootstrap interval and permutation p."""
+    the difference (after minus before) with its paired bootstrap interval and the p it
+    inverts to."""
     from phasebench.stats.compare import COMPARED
 
     declared = {stat.key: stat for stat in metrics.statistics()}
