@@ -48,13 +48,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from detectable_gap import profile as least_favourable  # noqa: E402
 from period_rule import real_profiles, shape, simulate  # noqa: E402
 
+from phasebench.design.settings import ALPHA, N_BOOT, N_PERM, SEED  # noqa: E402
 from phasebench.metrics import RANKING  # noqa: E402
 from phasebench.rng import derive_rng  # noqa: E402
 from phasebench.stats import crossfit_worst  # noqa: E402
 from phasebench.stats.intervals import _bootstrap_phase_means, _quantile  # noqa: E402
 from phasebench.stats.permutation import gap_test  # noqa: E402
 from phasebench.stats.ranks import _bootstrap, paired_ranks  # noqa: E402
-from phasebench.stats.settings import ALPHA, N_BOOT, N_PERM, SEED  # noqa: E402
 
 MODULUS = 8
 #: A small run and the shipped boards' design.

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from phasebench.design.settings import ALPHA, N_BOOT, SEED
 from phasebench.errors import StatsError
 from phasebench.metrics import RANKING
 from phasebench.rng import derive_rng
@@ -33,7 +34,6 @@ from phasebench.stats._common import _BLOCK_ELEMENTS, _jsonable, _quiet, _ratio
 from phasebench.stats.crossfit import CROSSFIT_BOOT_SPLITS, CROSSFIT_SPLITS, _random_halves
 from phasebench.stats.paired import top_axis, unit_matrix
 from phasebench.stats.records import ScoredRecord
-from phasebench.stats.settings import ALPHA, N_BOOT, SEED
 
 #: The worst phase compared: the statistic boards rank by (:data:`phasebench.metrics.RANKING`).
 _WORST = RANKING.key

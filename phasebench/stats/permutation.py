@@ -11,8 +11,8 @@ from typing import NamedTuple
 import numpy as np
 from scipy import stats as sps
 
+from phasebench.design.settings import ALPHA
 from phasebench.stats._common import _BLOCK_ELEMENTS, _check_matrix, _quiet, _ratio
-from phasebench.stats.settings import ALPHA
 
 #: Two gaps closer than this are equal (sums of float means; 0/1 data gives exact ties).
 _TOL = 1e-12
