@@ -166,7 +166,7 @@ def test_report_diff_names_the_runs_by_the_folders_given(tmp_path, capsys):
     assert f"difference  {folders[1]} minus {folders[0]} (points" in printed, printed
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     values=st.lists(st.sampled_from([-0.2, -0.05, 0.0, 0.01, 0.1, 0.3]), min_size=1, max_size=80)
     | st.lists(st.floats(-1, 1, allow_nan=False), min_size=1, max_size=300),

@@ -566,7 +566,7 @@ def test_importing_the_package_or_a_record_imports_no_scipy():
 # ------------------------------------------------------------- the gap's interval and its test
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(
     seed=st.integers(0, 100_000),
     n=st.integers(2, 40),
