@@ -182,7 +182,7 @@ def legend(report: Mapping[str, Any] | None = None) -> str:
         for lengths in body["tasks"].values()
         for e in lengths.values()
     ]
-    lines = ["legend (points, 0-100; intervals 95%, paired bootstrap over base items)"]
+    lines = ["legend (points, 0-100; intervals 95%, paired bootstrap over base items unless said)"]
     for stat in metrics.statistics():
         if not stat.terminal or not stat.help:
             continue
