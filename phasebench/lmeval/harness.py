@@ -59,6 +59,9 @@ API_DEFAULT_MAX_LENGTH = 2048
 #: How lm-eval 0.4.13 begins the error for ``--tasks`` names it cannot find (before the model
 #: loads), turned into one line by :func:`run_eval`.
 TASKS_NOT_FOUND = "Tasks not found: "
+#: The command that lists lm-eval's own tasks with the pinned lm-eval 0.4.13 (``lm_eval list
+#: tasks`` is not one: "unrecognized arguments").
+LIST_TASKS = "lm_eval ls tasks"
 
 
 def _unknown_tasks_line(missing: str) -> str:
@@ -66,7 +69,7 @@ def _unknown_tasks_line(missing: str) -> str:
     own = ", ".join(sorted(_task_families()))
     return (
         f"unknown task(s) {missing.strip()}: phasebench's tasks are {own} and the group {GROUP} "
-        f"(lm-eval's own: lm_eval list tasks)"
+        f"(lm-eval's own: {LIST_TASKS})"
     )
 
 

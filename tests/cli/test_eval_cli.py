@@ -221,7 +221,37 @@ def test_an_unknown_task_is_one_line_naming_the_known_ones(capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1, err
     assert "phasebench_needle" in err[0] and "phasebench_kv" in err[0], err
-    assert "phasebench_niah" in err[0] and "lm_eval list tasks" in err[0], err
+    assert "phasebench_niah" in err[0] and "lm_eval ls tasks" in err[0], err
+
+
+def test_the_task_hint_is_a_command_the_pinned_lm_eval_runs(capsys):
+    """The hint's command, run by the pinned lm-eval's own command line: before, it was
+    ``lm_eval list tasks``, which lm-eval 0.4.13 answers with "unrecognized arguments" (exit
+    2). It runs here with phasebench's folder included and lm-eval's 15,000 built-in task files
+    left unindexed (tens of seconds), so the listing it prints holds phasebench's tasks."""
+    import shlex
+    import sys
+
+    from lm_eval._cli.harness import HarnessCLI
+
+    from phasebench.lmeval import compat
+    from phasebench.lmeval.harness import LIST_TASKS, _unknown_tasks_line, tasks_dir
+
+    assert f"(lm-eval's own: {LIST_TASKS})" in _unknown_tasks_line("x")
+    program, *argv = shlex.split(LIST_TASKS)
+    assert program == "lm_eval"
+    cli = HarnessCLI()
+    saved = sys.argv
+    sys.argv = [program, *argv, "--include_path", tasks_dir()]
+    try:
+        namespace = cli.parse_args()  # SystemExit(2) on "unrecognized arguments"
+    finally:
+        sys.argv = saved
+    capsys.readouterr()
+    with compat.included_tasks_only():
+        cli.execute(namespace)
+    listing = capsys.readouterr().out
+    assert "phasebench_kv" in listing and "phasebench_niah" in listing, listing[-2000:]
 
 
 def test_a_gguf_folder_without_gguf_file_names_gguf_file(tmp_path, capsys):
