@@ -330,15 +330,20 @@ def _export_eval_results(args: argparse.Namespace) -> int:
         raise SubmissionsError(f"{str(path)!r} is not valid JSON ({exc})") from None
     refused: dict[str, str] = {}
     skipped: dict[str, dict[str, str]] = {}
-    for written in export_eval_results(
+    written = export_eval_results(
         board,
         args.out,
         dataset_id=args.dataset,
         site_url=args.site_url,
         refused=refused,
         skipped=skipped,
-    ):
-        print(written)
+    )
+    for path in written:
+        print(f"wrote {path}")
+    print(
+        f"{len(written)} eval-results file(s) under {args.out}: copy each ORG__MODEL folder's "
+        ".eval_results/ into that model's Hub repository"
+    )
     for page, boards in sorted(skipped.items()):
         for name, why in sorted(boards.items()):
             print(f"phasebench: entry {ascii(page)}: {ascii(name)} not exported: {why}",

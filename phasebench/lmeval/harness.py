@@ -59,6 +59,13 @@ API_DEFAULT_MAX_LENGTH = 2048
 #: How lm-eval 0.4.13 begins the error for ``--tasks`` names it cannot find (before the model
 #: loads), turned into one line by :func:`run_eval`.
 TASKS_NOT_FOUND = "Tasks not found: "
+#: phasebench's line under lm-eval's warning that an instruct model runs without its chat
+#: template (the measurement is in docs/tasks.md, "Chat template").
+CHAT_TEMPLATE_NOTE = (
+    "phasebench: for a phase gap the template does not matter in principle (a constant prefix "
+    "renames the phases, docs/tasks.md#chat-template measures it); add --apply_chat_template "
+    "to compare with a chat-tuned model's own format"
+)
 #: The command that lists lm-eval's own tasks with the pinned lm-eval 0.4.13 (``lm_eval list
 #: tasks`` is not one: "unrecognized arguments").
 LIST_TASKS = "lm_eval ls tasks"
@@ -407,6 +414,7 @@ def run_eval(
             before=before,
             own_tasks_only=_own_tasks,
             name=name,
+            notes={compat.METADATA_HINT: None, compat.CHAT_TEMPLATE_WARNING: CHAT_TEMPLATE_NOTE},
         )
     except ValueError as exc:  # lm-eval's answer to a --tasks name it cannot find
         if not str(exc).startswith(TASKS_NOT_FOUND):
