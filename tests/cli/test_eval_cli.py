@@ -151,14 +151,18 @@ def test_help_shows_phasebenchs_part_then_lm_evals(capsys):
 
 def test_a_local_model_is_named_by_its_file_or_folder(tmp_path):
     """Run names and output folders: a GGUF model (a folder in site-packages, often) by its
-    file, a local folder by its last part, a Hub id as it is."""
+    model and quantization (before: by its file name, ``SmolLM2-135M-Instruct.Q4_1.gguf``), a
+    local folder by its last part, a Hub id as it is."""
     from phasebench.report import load_runs
     from phasebench.samples import run_name
     from support.models import SMOLLM2_GGUF, smollm2_folder
 
     gguf = {"pretrained": str(smollm2_folder()), "gguf_file": SMOLLM2_GGUF}
-    assert run_name(gguf) == SMOLLM2_GGUF
-    assert run_name(",".join(f"{k}={v}" for k, v in gguf.items())) == SMOLLM2_GGUF
+    assert run_name(gguf) == "SmolLM2-135M-Instruct:Q4_1"
+    assert run_name(",".join(f"{k}={v}" for k, v in gguf.items())) == "SmolLM2-135M-Instruct:Q4_1"
+    for file, name in [("llama-3-8b-instruct-Q4_K_M.gguf", "llama-3-8b-instruct:Q4_K_M"),
+                       ("tiny.f16.gguf", "tiny:f16"), ("model.gguf", "model")]:  # fmt: skip
+        assert run_name({**gguf, "gguf_file": file}) == name
     assert run_name({"pretrained": str(tmp_path / "my-model")}) == "my-model"
     assert run_name({"pretrained": "./checkpoints/step-100/"}) == "step-100"
     assert run_name("pretrained=HuggingFaceTB/SmolLM2-135M,dtype=float32") == (
@@ -179,7 +183,7 @@ def test_a_local_model_is_named_by_its_file_or_folder(tmp_path):
              for b in range(2) for r in range(2)]  # fmt: skip
     (run_dir / "samples_phasebench_kv_2026-01-01T00-00-00.000000.jsonl").write_text("".join(lines))
     runs, _ = load_runs([run_dir])
-    assert [r.name for r in runs] == [SMOLLM2_GGUF]
+    assert [r.name for r in runs] == ["SmolLM2-135M-Instruct:Q4_1"]
 
 
 def test_a_split_generated_at_task_load_shows_its_progress(tmp_path, monkeypatch, capsys):
