@@ -132,11 +132,16 @@ def _difference_block(diff: Mapping[str, Any]) -> str:
     from phasebench.stats.compare import COMPARED
 
     declared = {stat.key: stat for stat in metrics.statistics()}
-    lines = [
+    import textwrap
+
+    lines = textwrap.wrap(
         f"difference  {diff['after']} minus {diff['before']} (points; paired over the base "
         "items both ran: one bootstrap resample drives both runs, p from swapping the runs "
-        "within base items)"
-    ]
+        "within base items)",
+        WIDTH,
+        subsequent_indent="  ",
+        break_on_hyphens=False,
+    )
     for task, lengths in diff["tasks"].items():
         for length, e in sorted(lengths.items(), key=lambda kv: int(kv[0])):
             lines.append(f"  {task}  length {length}  ({e['n_base']} base items)")

@@ -474,3 +474,15 @@ def test_a_run_and_its_packed_submission_are_read_once(tmp_path, submission_rows
     (warning,) = [str(w.message) for w in caught]
     assert "submissions/acme__m/rev holds a packed copy of the samples in" in warning, warning
     assert "lm_eval/acme__m" in warning, warning
+
+
+@pytest.mark.parametrize(
+    "saved", ["docs/figures/demo-report.json", "benchmarks/results/demo-diff.json"]
+)
+def test_no_report_line_is_wider_than_100_columns(saved, capsys):
+    """The README's reports, rendered again: before, the comparison's lines reached 236
+    columns, the per-phase tables 118 and the difference's heading 176."""
+    for legend in ("short", "full"):
+        assert main(["report", str(ROOT / saved), "--legend", legend]) == 0
+        out = capsys.readouterr().out
+        assert max(map(len, out.splitlines())) <= 100, max(out.splitlines(), key=len)
