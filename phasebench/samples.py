@@ -212,7 +212,7 @@ def run_name(model_args: str | Mapping[str, Any] | None, logged: str | None = No
     return path.resolve().name or name
 
 
-#: A GGUF file's quantization, at the end of its name (``.Q4_1``, ``-Q4_K_M``, ``.f16``, ``.IQ3_XS``).
+#: A GGUF file's quantization, ending its name (``.Q4_1``, ``-Q4_K_M``, ``.f16``, ``.IQ3_XS``).
 _QUANT = re.compile(r"^(?P<model>.+?)[.-](?P<quant>(?:I?Q\d\w*|[BF]?F(?:16|32)|BF16))$", re.I)
 
 

@@ -289,6 +289,7 @@ def prepare(ns: Any, on_event: Callable[[str], None] | None = None) -> None:
     backend = getattr(ns, "model", None)
     check_stop_sequences(families, ns.gen_kwargs, backend)
     max_length = model_max_length(model_args, backend)
+    prompts = 0
     for family in families:
         if on_event is not None:
             on_event(
@@ -304,12 +305,18 @@ def prepare(ns: Any, on_event: Callable[[str], None] | None = None) -> None:
             longest = max(served_label(r) for r in split.rows)
         budget = generation_budget(family, ns.gen_kwargs)
         check_fits(family, longest, budget, max_length, backend)
+        prompts += len(split.rows)
     if backend in WITNESSED_BACKENDS:
         # the same backend, whose responses carry the server's prompt token counts
         register_witnessed_backends()
         ns.model = witnessed_backend(backend)
     if on_event is not None:
-        on_event("lm-eval: indexing the tasks, loading the model, then running the prompts")
+        limit = getattr(ns, "limit", None)
+        counted = f"{prompts:,} prompts" + (f" (--limit {limit} per task)" if limit else "")
+        on_event(
+            f"lm-eval: indexing the tasks, loading the model, then running the {counted}; "
+            "lm-eval's bar estimates the time left once its first batch is answered"
+        )
 
 
 @dataclass(frozen=True)

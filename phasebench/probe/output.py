@@ -9,13 +9,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+from phasebench import metrics
 from phasebench.atomic import (
     atomic_write_bytes,
     atomic_write_text,
     check_writable_dir,
     make_folder,
 )
-from phasebench import metrics
 from phasebench.formatting import TERMINAL, format_note
 from phasebench.probe.analysis import ProbeResult
 

@@ -67,9 +67,9 @@ def render_tables(report: dict[str, Any], full_legend: bool = False) -> str:
     """Terminal tables, no line wider than :data:`WIDTH`: with several runs first one table per
     task and length, its finding first (:func:`comparison_blocks`); then one block per run,
     task and length (numbers in points, 0..100; runs in the order given); then the legend of
-    what the tables show (:func:`legend`; every statistic defined with ``full_legend``). A config with the length axis
-    shows each varied axis and, when both ran, the 2-D table of accuracy per (needle phase,
-    length phase)."""
+    what the tables show (:func:`legend`; every statistic defined with ``full_legend``). A
+    config with the length axis shows each varied axis and, when both ran, the 2-D table of
+    accuracy per (needle phase, length phase)."""
     blocks = comparison_blocks(report) if len(report["runs"]) > 1 else []
     for run, body in report["runs"].items():
         for task, lengths in body["tasks"].items():

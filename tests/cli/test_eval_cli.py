@@ -309,3 +309,65 @@ def test_a_seed_that_is_not_the_splits_is_one_line(capsys, extra, line):
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1, err
     assert err[0].startswith(f"phasebench: error: {line}"), err
+
+
+@pytest.mark.slow
+def test_an_interrupted_eval_says_how_to_resume_and_resumes_with_the_same_answers(
+    tmp_path, tiny_llama, capsys, monkeypatch
+):
+    """Before, an interrupted eval left nothing and said nothing. Interrupted at its fourth
+    generation call, ``phasebench eval`` says how to resume (with ``--use_cache``: where the
+    answers are kept; without: to add it); the same command again resumes, asks lm-eval's
+    model only for the prompts not yet answered, and logs the answers an uninterrupted run
+    gives."""
+    from lm_eval.models.huggingface import HFLM
+
+    def argv(out: Path, *extra: str) -> list[str]:
+        return ["eval", "--model", "hf", "--model_args", f"pretrained={tiny_llama}",
+                "--tasks", "phasebench_kv", "--metadata",
+                json.dumps({"max_seq_lengths": [256], "n_base": 16}), "--limit", "6",
+                "--batch_size", "1", "--gen_kwargs", "max_gen_toks=2", "--log_samples",
+                "--output_path", str(out), *extra]  # fmt: skip
+
+    def answers(out: Path) -> list:
+        (samples,) = out.rglob("samples_phasebench_kv_*.jsonl")
+        rows = [json.loads(line) for line in samples.read_text().splitlines()]
+        return sorted((r["doc"]["id"], r["resps"]) for r in rows)
+
+    generate, calls = HFLM._model_generate, []
+
+    def counted(self, *args, **kwargs):
+        calls.append(1)
+        if interrupt and len(calls) == 4:
+            raise KeyboardInterrupt
+        return generate(self, *args, **kwargs)
+
+    monkeypatch.setattr(HFLM, "_model_generate", counted)
+    interrupt = True
+    assert main(argv(tmp_path / "plain")) == 130
+    assert (
+        capsys.readouterr().err.count(
+            "phasebench eval: interrupted; nothing was kept: add --use_cache PREFIX (lm-eval keeps "
+            "each answer as it comes) and an interrupted run resumes when the same command "
+            "runs again\n"
+        )
+        == 1
+    )
+    cache = tmp_path / "cache" / "run"
+    calls.clear()
+    assert main(argv(tmp_path / "resumed", "--use_cache", str(cache))) == 130
+    assert (
+        capsys.readouterr().err.count(
+            f"phasebench eval: interrupted; the answers so far are kept in {cache}_rank0.db: run "
+            "the same command again to resume (only the prompts not yet answered are asked)\n"
+        )
+        == 1
+    )
+    interrupt = False
+    calls.clear()
+    assert main(argv(tmp_path / "resumed", "--use_cache", str(cache))) == 0
+    assert len(calls) == 3, calls  # six prompts, three answered before the interruption
+    calls.clear()
+    assert main(argv(tmp_path / "whole")) == 0
+    assert len(calls) == 6
+    assert answers(tmp_path / "resumed") == answers(tmp_path / "whole")

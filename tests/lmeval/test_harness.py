@@ -91,9 +91,7 @@ def test_a_run_of_phasebench_tasks_alone_skips_lm_evals_own_task_index():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["DeepSeek-V4", "SmolLM2"])
-def test_the_kv_minimum_lengths_the_knob_table_names_are_the_enforced_ones(
-    name, request, tmp_path
-):
+def test_the_kv_minimum_lengths_the_knob_table_names_are_the_enforced_ones(name, request, tmp_path):
     """The knob table's kv minimum is what ``generate`` enforces with each tokenizer: one token
     shorter is refused naming that minimum, the minimum itself builds. Before, the table said
     "at least 64" and SmolLM2 needs 133."""
