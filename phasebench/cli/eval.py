@@ -120,7 +120,7 @@ def _resume_hint(lm_eval_args: list[str]) -> str:
     import contextlib
     import io
 
-    from phasebench.lmeval import compat
+    from phasebench import lmeval_compat as compat
 
     try:
         with contextlib.redirect_stderr(io.StringIO()):
@@ -145,9 +145,9 @@ def _own_options(tokens: list[str]) -> tuple[bool, float | None, list[str]]:
     import contextlib
     import io
 
+    from phasebench import lmeval_compat as compat
     from phasebench.cli import _args
     from phasebench.errors import EvalError
-    from phasebench.lmeval import compat
 
     own = argparse.ArgumentParser(
         add_help=False, allow_abbrev=False, prog="phasebench eval", exit_on_error=False

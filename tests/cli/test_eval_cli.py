@@ -238,7 +238,7 @@ def test_the_task_hint_is_a_command_the_pinned_lm_eval_runs(capsys):
 
     from lm_eval._cli.harness import HarnessCLI
 
-    from phasebench.lmeval import compat
+    from phasebench import lmeval_compat as compat
     from phasebench.lmeval.harness import LIST_TASKS, _unknown_tasks_line, tasks_dir
 
     assert f"(lm-eval's own: {LIST_TASKS})" in _unknown_tasks_line("x")
@@ -281,7 +281,7 @@ def test_seed_is_the_splits_seed_and_lm_evals_seeds_have_their_own_name():
     own parser reads it); lm-eval's four seeds go to lm-eval as its ``--seed`` from
     ``--lm_eval_seed``."""
     from phasebench.cli.eval import _own_options
-    from phasebench.lmeval.compat import parse_run_args
+    from phasebench.lmeval_compat import parse_run_args
 
     argv = ["--model", "hf", "--tasks", "phasebench_kv", "--metadata", '{"n_base": 16}']
     staged, futility, rest = _own_options([*argv, "--seed", "7", "--lm_eval_seed", "1,2,3,4"])
