@@ -225,9 +225,8 @@ CHAT_TEMPLATE_WARNING = ("lm_eval.evaluator", "chat template is not applied")
 
 @contextlib.contextmanager
 def explained_warnings(notes: Mapping[tuple[str, str], str | None]) -> Iterator[None]:
-    """Within the block, each lm-eval log record whose message holds the text of a key of
-    ``notes`` (``(logger, text)``, such as :data:`METADATA_HINT`) is dropped (a note of None) or
-    printed with the note on a line of its own after it."""
+    """Within the block, an lm-eval log record holding the text of a key of ``notes``
+    (``(logger, text)``) is dropped (note None) or printed with the note on a line after it."""
     import logging
 
     class Explain(logging.Filter):

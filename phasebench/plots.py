@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from phasebench import metrics
 from phasebench.errors import DependencyError
 from phasebench.formatting import TERMINAL, format_note
 
@@ -62,14 +63,6 @@ def _matplotlib():
     return matplotlib
 
 
-def _p(e: dict[str, Any]) -> str:
-    """The gap's p as the terminal tables write it beside the gap (``p = 0.0123``,
-    ``p < 0.001`` at the permutation floor)."""
-    from phasebench import metrics
-
-    return format_note(metrics.get("p_value"), e.get("p_value"), style=TERMINAL)
-
-
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")[:150]
 
@@ -118,7 +111,7 @@ def _profile_figure(run: str, task: str, length: str, e: dict[str, Any]):
     ax.set_xlabel(f"phase (anchor position mod {modulus})")
     ax.set_ylabel("accuracy (%)")
     ax.set_ylim(0, 100)
-    p = _p(e)
+    p = format_note(metrics.get("p_value"), e.get("p_value"), style=TERMINAL)  # as tables
     period = e["dominant_period"] or "none"
     lowest = f"{100 * e['lowest_phase']:.1f} (phase {e['lowest_phase_index']})"
     ax.set_title("per-phase accuracy", fontsize=9, loc="left")
@@ -211,9 +204,10 @@ def plot_stacked_profiles(
             ax.axhline(100 * e["acc"], color="#636363", ls="--", lw=0.8)
             ax.set_ylim(0, 100)
             ax.set_ylabel("acc (%)")
+            p = format_note(metrics.get("p_value"), e.get("p_value"), style=TERMINAL)
             ax.set_title(
                 f"{label}: average {100 * e['acc']:.1f}, gap {100 * e['gap']:.1f} pts "
-                f"({_p(e)}), period {e['dominant_period'] or 'none'}",
+                f"({p}), period {e['dominant_period'] or 'none'}",
                 fontsize=8,
                 loc="left",
             )

@@ -201,15 +201,17 @@ def test_the_legend_explains_the_marks_the_tables_print(simulated_report, capsys
 def test_plot_titles_write_p_as_the_tables_do(simulated_report):
     """Before, a plot's title said "p = 0.000999" where the table said "p < 0.001": both come
     from phasebench.formatting now."""
-    from phasebench.plots import _p
+    from phasebench import plots
     from phasebench.report import render_tables
 
     _, report = simulated_report
     text = render_tables(report)
-    for body in report["runs"].values():
-        for lengths in body["tasks"].values():
-            for e in lengths.values():
-                assert f"; {_p(e)};" in text, _p(e)
+    for run, body in report["runs"].items():
+        for task, lengths in body["tasks"].items():
+            for length, e in lengths.items():
+                title = plots._profile_figure(run, task, length, e)._suptitle.get_text()
+                p = title.split("pts (")[1].split(")")[0]
+                assert p.startswith("p ") and f"; {p};" in text, (title, p)
 
 
 def test_report_json_renders_back_without_recomputing(simulated_report, capsys):
