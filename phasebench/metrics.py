@@ -272,7 +272,7 @@ def on_axes(stat: Statistic, axes: str) -> bool:
 #: The functions of :mod:`phasebench.stats` that compute the built-in statistics
 #: (``computed_by``): the summary of one phase matrix computes most of them together.
 _SUMMARY = "phasebench.stats.summary.summarize"
-_PERMUTATION = "phasebench.stats.permutation.gap_p_value"
+_PERMUTATION = "phasebench.stats.permutation.gap_test"
 _PERIODS = "phasebench.stats.periods.consistent_periods"
 _COCHRAN = "phasebench.stats.permutation.cochran_q"
 _SAMPLES = "phasebench.stats.paired.summarize_samples"
@@ -304,12 +304,14 @@ BUILTIN: tuple[Statistic, ...] = (
         interval="gap_ci", qualifier="best − lowest phase",
         help="best phase minus lowest phase (both as measured, not cross-fitted), in percentage "
         "points; noise alone gives some gap (see null gap), so a gap counts only when it is "
+        "significant. Its interval comes from the same phase shuffles as p (the gap plus or "
+        "minus the test's critical value), so it excludes 0 exactly when the gap is "
         "significant",
         computed_by=_SUMMARY,
     ),
     Statistic(
         "significant", "significant", "flag", shown_with="gap", symbol="*",
-        help=f"the gap clears the permutation null (p <= {ALPHA}); marked *",
+        help=f"the gap clears the permutation null (p <= {ALPHA})",
         computed_by=_PERMUTATION,
     ),
     Statistic(
@@ -334,7 +336,8 @@ BUILTIN: tuple[Statistic, ...] = (
         interval="lowest_phase_ci", qualifier="plain minimum", formerly=("acc_worst_phase",),
         help="the lowest of the per-phase accuracies as measured; the minimum of noisy "
         "estimates, so biased low, the more so the fewer the items (the worst phase is its "
-        "cross-fitted counterpart)",
+        "cross-fitted counterpart). Its interval is a simultaneous band: every phase's accuracy "
+        "within it at once, so it holds the true lowest phase whichever phase that is",
         computed_by=_SUMMARY,
     ),
     Statistic(
@@ -362,8 +365,8 @@ BUILTIN: tuple[Statistic, ...] = (
         help="the shortest stride, in tokens, whose repeating pattern explains the per-phase "
         "accuracies up to noise (Fourier analysis over the phases); named only for a "
         "significant gap. Chunked compression with stride S shows period S or a multiple of "
-        "it (a chunk of 6 read at modulus 12 can show period 12); — means no pattern beyond "
-        "noise",
+        "it (a chunk of 6 read at modulus 12 can show period 12); none where no pattern "
+        "stands out beyond noise",
         computed_by=_PERIODS,
     ),
     Statistic(

@@ -591,11 +591,6 @@ def test_shipped_boards_rank_one_row_per_configuration_and_no_reference_or_floor
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs issue-56a (places from paired comparisons, gap intervals from the test): "
-    "remove this mark when both branches are merged",
-)
 def test_shipped_ranks_agree_with_their_intervals_and_the_star_with_the_gap_interval(
     shipped_site,
 ):
