@@ -282,10 +282,22 @@ def _summaries(records: tuple[ScoredRecord, ...]) -> dict[str, float]:
     return _summary_metrics(summarize_samples(records))
 
 
-def aggregate(items: Sequence[Sequence[Any]], *, name: str) -> float:
-    """One phase aggregate (``name``) of the records lm-eval collected for one metric key."""
+@functools.lru_cache(maxsize=8)
+def _earlier_summaries(records: tuple[ScoredRecord, ...]) -> dict[str, float]:
+    """The same aggregates with the gap's p-value and interval by the earlier rule
+    (:func:`phasebench.stats.summary.earlier_gap_rule`)."""
+    from phasebench.stats import summarize_samples
+    from phasebench.stats.summary import earlier_gap_rule
+
+    with earlier_gap_rule():
+        return _summary_metrics(summarize_samples(records))
+
+
+def aggregate(items: Sequence[Sequence[Any]], *, name: str, earlier: bool = False) -> float:
+    """One phase aggregate (``name``) of the records lm-eval collected for one metric key;
+    ``earlier``: as a phasebench before the gap's interval came from its test computed it."""
     records = tuple(ScoredRecord.of(r) for r in items)
-    return _summaries(records)[name]
+    return (_earlier_summaries if earlier else _summaries)(records)[name]
 
 
 class _PhaseTaskBase:

@@ -87,10 +87,31 @@ def gap_test(
     )
 
 
+def earlier_gap_p(m: np.ndarray, acc_p: np.ndarray, n_perm: int, rng: np.random.Generator) -> float:
+    """The gap's p-value as phasebench computed it before the interval came from the test
+    (kept only so that results an earlier phasebench reported still validate, see
+    :func:`phasebench.stats.summary.earlier_gap_rule`): the same shuffles, and a null gap equal
+    to the observed one counted only where its profile's spread (sum of squared deviations of
+    the phase means) is at least the observed one's."""
+    means = _permutation_means(m, n_perm, rng)
+    if not len(means):
+        return math.nan
+    gap, spread = float(_gap(np.asarray(acc_p, dtype=float))), _spread(acc_p)
+    null, null_spread = _gap(means), _spread(means)
+    tied = np.abs(null - gap) <= _TOL
+    exceed = int(np.sum((null > gap + _TOL) | (tied & (null_spread >= spread - _TOL))))
+    return (1 + exceed) / (1 + len(null))
+
+
 def _permutation_null(m: np.ndarray, n_perm: int, rng: np.random.Generator) -> np.ndarray:
     """The gaps of ``n_perm`` within-row shuffles of ``m``."""
+    return _gap(_permutation_means(m, n_perm, rng))
+
+
+def _permutation_means(m: np.ndarray, n_perm: int, rng: np.random.Generator) -> np.ndarray:
+    """The phase means (``n_perm x P``) of ``n_perm`` within-row shuffles of ``m``."""
     n, modulus = m.shape
-    gaps = np.empty(n_perm)
+    out = np.empty((n_perm, modulus))
     block = max(1, _BLOCK_ELEMENTS // (n * modulus))
     done = 0
     while done < n_perm:
@@ -98,12 +119,19 @@ def _permutation_null(m: np.ndarray, n_perm: int, rng: np.random.Generator) -> n
         order = rng.random((c, n, modulus)).argsort(axis=2)
         shuffled = np.take_along_axis(np.broadcast_to(m, (c, n, modulus)), order, axis=2)
         present = ~np.isnan(shuffled)
-        means = _ratio(np.where(present, shuffled, 0.0).sum(axis=1), present.sum(axis=1))
-        gaps[done : done + c] = _gap(means)
+        out[done : done + c] = _ratio(
+            np.where(present, shuffled, 0.0).sum(axis=1), present.sum(axis=1)
+        )
         done += c
-    return gaps
+    return out
 
 
 def _gap(means: np.ndarray) -> np.ndarray:
     with _quiet():
         return np.nanmax(means, axis=-1) - np.nanmin(means, axis=-1)
+
+
+def _spread(means: np.ndarray) -> np.ndarray:
+    means = np.asarray(means, dtype=float)
+    with _quiet():
+        return np.nansum((means - np.nanmean(means, axis=-1, keepdims=True)) ** 2, axis=-1)

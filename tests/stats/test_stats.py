@@ -613,3 +613,23 @@ def test_the_gap_interval_is_the_gap_plus_minus_the_tests_critical_value():
     # too few shuffles to reach the level: never significant, no finite critical value
     few = gap_test(m, acc_p, 10, derive_rng(0, "stats", "permutation"))
     assert few.critical == math.inf and not few.significant and few.interval[0] == 0.0
+
+
+def test_the_earlier_gap_rule_changes_only_the_gaps_p_and_interval():
+    """Results an earlier phasebench wrote validate under the rule it used
+    (``earlier_gap_rule``): the tie-broken p is never above the current one (a tie counts only
+    where the shuffled profile spreads at least as much), the interval is the contrast band,
+    and nothing else of the summary moves."""
+    from phasebench.stats.summary import earlier_gap_rule, summarize
+
+    rng = np.random.default_rng(7)
+    m = (rng.random((48, 8)) < 0.7).astype(float)
+    m[:, 3] = (rng.random(48) < 0.45).astype(float)
+    now = summarize(m, n_boot=200, n_perm=200).to_dict()
+    with earlier_gap_rule():
+        before = summarize(m, n_boot=200, n_perm=200).to_dict()
+    assert before["p_value"] <= now["p_value"]
+    assert before["gap_ci"] != now["gap_ci"] and before["gap_ci"][0] <= now["gap"]
+    moved = {k for k in now if now[k] != before[k]}
+    assert moved <= {"p_value", "gap_ci", "significant", "dominant_period", "consistent_periods"}
+    assert summarize(m, n_boot=200, n_perm=200).to_dict() == now  # the rule does not leak
