@@ -5,7 +5,10 @@ Two ways to read a prompt twice (docs/serving.md):
 
 - a ``"prefix_cache": "repeat"`` run logs every prompt twice, its cold read (doc ``read``
   ``cold``, scored as ``acc``) and, right after it, its warm read (``read`` ``warm``, scored as
-  :data:`~phasebench.samples.WARM_KEY`): :func:`repeat_comparison`, warm against cold;
+  :data:`~phasebench.samples.WARM_KEY`): :func:`repeat_comparison`, warm against cold; a
+  ``"baseline"`` run adds a third read, ``salted`` (scored as
+  :data:`~phasebench.samples.SALTED_KEY`), a second cold read, and the comparison gains
+  ``baseline`` (:func:`phasebench.stats.cold_baseline`);
 - a plain run and a ``"prefix_cache": "salted"`` run of one split (doc ``prefix_cache``
   ``salted``; the salt keeps each row's id): :func:`arms_comparison`, salted against plain,
   with ``phasebench report PLAIN SALTED --diff``.
@@ -23,10 +26,11 @@ from phasebench.errors import SamplesError
 from phasebench.formatting import TERMINAL, format_exact_p, format_value
 from phasebench.metrics import ALPHA
 from phasebench.rows import config_length
-from phasebench.samples import REPEAT_READS, WARM_KEY, is_warm
-from phasebench.stats.cache import ReadPair
+from phasebench.samples import BASELINE_READS, EXTRA_READS, REPEAT_READS, extra_read
+from phasebench.stats.cache import ReadPair, ThreeReads
 
 __all__ = [
+    "BASELINE_NOT_ACCEPTED",
     "arm_of",
     "arms_comparison",
     "cache_lines",
@@ -34,6 +38,13 @@ __all__ = [
     "read_order_problem",
     "repeat_comparison",
 ]
+
+#: Why the leaderboard refuses a ``baseline`` run (for now): its salted reads are not the
+#: split's prompts, and validation regenerates the split, not its salts.
+BASELINE_NOT_ACCEPTED = (
+    'a baseline run ("prefix_cache": "baseline") is not accepted yet: its salted reads are not '
+    "the split's prompts; submit the repeat arm, and keep the baseline run's report beside it"
+)
 
 #: One outcome of one prompt: (needle phase, length phase or None, acc).
 Outcome = tuple[int, int | None, float]
@@ -51,16 +62,17 @@ def _is_phasebench(doc: Any) -> bool:
 
 
 def _reads(
-    task: str, samples: Sequence[Mapping[str, Any]], warm: bool
+    task: str, samples: Sequence[Mapping[str, Any]], read: str = "cold"
 ) -> dict[int, dict[str, Outcome]]:
-    """Per config length, each prompt's outcome by doc id: the warm reads' (``warm``) or every
-    other sample's (a plain or salted run's, a repeat run's cold reads)."""
+    """Per config length, each prompt's outcome by doc id: the ``warm`` or ``salted`` reads', or
+    (``cold``) every other sample's (a plain or salted run's, a repeat run's cold reads)."""
     out: dict[int, dict[str, Outcome]] = {}
+    want = EXTRA_READS.get(read)
     for number, s in enumerate(samples, 1):
         doc = s.get("doc")
-        if not _is_phasebench(doc) or is_warm(doc) != warm:
+        if not _is_phasebench(doc) or extra_read(doc) != want:
             continue
-        key = WARM_KEY if warm else "acc"
+        key = want or "acc"
         if key not in s:  # a sample the witness left out
             continue
         where = f"{task} sample {number}"
@@ -81,14 +93,21 @@ def _pairs(
 
 
 def read_order_problem(
-    samples: Sequence[Mapping[str, Any]], reads: Sequence[str] = REPEAT_READS
+    samples: Sequence[Mapping[str, Any]], reads: Sequence[str] | None = None
 ) -> str | None:
     """Where a repeat run's log breaks the order its arm sends the reads in, else None: each
     prompt's reads, in the order lm-eval numbered them (``doc_id``, the order the arm lays
     them out and, one request at a time, sends them in; the line's place where no ``doc_id``
     is logged), are ``reads`` exactly, at consecutive numbers: each cold read right before its
     warm twin. A log of all cold reads then all warm ones, or a warm read before its cold
-    twin, measures no prefix cache: the warm read did not follow the read that filled it."""
+    twin, measures no prefix cache: the warm read did not follow the read that filled it.
+    ``reads`` defaults to the arm's own: :data:`~phasebench.samples.BASELINE_READS` where a
+    salted read is logged (a ``baseline`` run, which lays each prompt's salted read right after
+    its warm one), else :data:`~phasebench.samples.REPEAT_READS`."""
+    if reads is None:
+        salted = any(isinstance(s.get("doc"), dict) and s["doc"].get("read") == "salted"
+                     for s in samples)  # fmt: skip
+        reads = BASELINE_READS if salted else REPEAT_READS
     found: dict[tuple[int, str], list[tuple[int, str]]] = {}
     for number, s in enumerate(samples):
         doc = s.get("doc")
@@ -136,34 +155,56 @@ def one_at_a_time_problem(config: Mapping[str, Any]) -> str | None:
 
 
 def repeat_comparison(task: str, samples: Sequence[Mapping[str, Any]]) -> dict[int, dict]:
-    """Per config length of a ``repeat`` run, the warm reads against the cold ones
-    (``first``: cold, ``second``: warm); empty when the run has no warm reads."""
+    """Per config length of a ``repeat`` or ``baseline`` run, the warm reads against the cold
+    ones (``first``: cold, ``second``: warm); a ``baseline`` run's entry also holds
+    ``baseline``, the three reads of each prompt compared (:func:`_three_reads`). Empty when the
+    run has no warm reads."""
     from phasebench.stats import paired_agreement
 
-    warm = _reads(task, samples, warm=True)
+    warm = _reads(task, samples, "warm")
     if not warm:
         return {}
-    cold = _reads(task, samples, warm=False)
+    cold = _reads(task, samples)
+    salted = _reads(task, samples, "salted")
     modulus = _modulus(samples)
     out = {}
     for length in sorted(warm):
         pairs, unpaired = _pairs(cold.get(length, {}), warm[length])
         out[length] = {
-            "arm": "repeat",
+            "arm": "baseline" if salted else "repeat",
             "first": "cold",
             "second": "warm",
             "unpaired": unpaired,
             **paired_agreement(pairs, modulus),
         }
+        if salted:
+            out[length]["baseline"] = _three_reads(cold.get(length, {}), warm[length],
+                                                   salted.get(length, {}))  # fmt: skip
     return out
 
 
+def _three_reads(
+    cold: Mapping[str, Outcome], warm: Mapping[str, Outcome], salted: Mapping[str, Outcome]
+) -> dict[str, Any]:
+    """:func:`phasebench.stats.cold_baseline` of the prompts read all three ways; ``unpaired``
+    counts those read fewer times."""
+    from phasebench.stats import cold_baseline
+
+    shared = sorted(set(cold) & set(warm) & set(salted))
+    reads = [
+        ThreeReads(cold[i][0], cold[i][1], cold[i][2], warm[i][2], salted[i][2]) for i in shared
+    ]
+    unpaired = len((set(cold) | set(warm) | set(salted)) - set(shared))
+    return {"unpaired": unpaired, **cold_baseline(reads)}
+
+
 def arm_of(samples: Sequence[Mapping[str, Any]]) -> str | None:
-    """The prefix-cache arm of a task's samples: ``repeat``, ``salted`` or None (plain)."""
+    """The prefix-cache arm of a task's samples: ``repeat`` (a ``baseline`` run too: both read
+    every prompt again), ``salted`` or None (plain)."""
     for s in samples:
         doc = s.get("doc")
         if _is_phasebench(doc):
-            if "read" in doc:
+            if doc.get("read") is not None:
                 return "repeat"
             return doc.get("prefix_cache")
     return None
@@ -176,7 +217,7 @@ def arms_comparison(
     plain, ``second``: salted), paired by doc id."""
     from phasebench.stats import paired_agreement
 
-    a, b = _reads(task, plain, warm=False), _reads(task, salted, warm=False)
+    a, b = _reads(task, plain), _reads(task, salted)
     modulus = _modulus(plain)
     out = {}
     for length in sorted(set(a) & set(b)):
@@ -212,6 +253,16 @@ def cache_lines(entry: Mapping[str, Any]) -> list[str]:
     ]
     if entry.get("unpaired"):
         lines.append(f"                {entry['unpaired']} prompts read only once, left out")
+    if base := entry.get("baseline"):
+        cold, warm = (
+            format_value("%", base[key], style=TERMINAL).strip()
+            for key in ("cold_agreement", "warm_agreement")
+        )
+        lines.append(
+            f"                cold vs cold: {base['cold_agree']}/{base['n']} agree ({cold}%), "
+            f"warm vs cold {base['warm_agree']}/{base['n']} ({warm}%); warm alone disagrees "
+            f"{base['warm_only']}, cold alone {base['cold_only']}, p {format_exact_p(base['p'])}"
+        )
     for axis, key in (("needle phase", "per_phase"), ("length phase", "per_length_phase")):
         cells = entry.get(key) or []
         flagged = [

@@ -37,11 +37,15 @@ __all__ = [
     "LogError",
     "ReadLimits",
     "REPEAT_READS",
+    "BASELINE_READS",
     "SERVED_KEY",
     "MAX_OFF_LABEL_SHARE",
     "SERVED_STATES",
     "WARM_KEY",
+    "SALTED_KEY",
+    "EXTRA_READS",
     "ScoredRecord",
+    "extra_read",
     "is_warm",
     "iter_samples",
     "newest_samples",
@@ -241,6 +245,13 @@ SERVED_STATES = ("agree", "disagree", "unverified")
 #: from ``acc`` so that every phase statistic stays the cold reads' (:mod:`phasebench.cache_reads`
 #: pairs the two).
 WARM_KEY = "acc_warm"
+#: The per-sample key of a salted read's score in a ``"prefix_cache": "baseline"`` run (the
+#: doc's ``read`` is ``salted``): the prompt behind a salt of its own, a second cold read that no
+#: cache can answer, kept apart from ``acc`` like the warm read.
+SALTED_KEY = "acc_salted"
+#: The reads of a prompt besides its cold one, each with the key it scores under: they enter no
+#: phase statistic, only the comparison of reads (:mod:`phasebench.cache_reads`).
+EXTRA_READS = {"warm": WARM_KEY, "salted": SALTED_KEY}
 
 
 #: The reads of one prompt in a ``"prefix_cache": "repeat"`` run, in the order they are sent
@@ -248,11 +259,21 @@ WARM_KEY = "acc_warm"
 #: what ``phasebench report`` and the leaderboard check the logged order against
 #: (:func:`phasebench.cache_reads.read_order_problem`).
 REPEAT_READS = ("cold", "warm")
+#: The reads of one prompt in a ``"prefix_cache": "baseline"`` run, in the order the arm lays
+#: them out: a repeat run's two, then the salted read (sent in a group of its own, a prompt
+#: length of its own, so never between a cold read and its warm twin).
+BASELINE_READS = (*REPEAT_READS, "salted")
 
 
 def is_warm(doc: Mapping[str, Any]) -> bool:
     """Whether ``doc`` is the warm read of a ``repeat`` run (its cold twin came first)."""
     return doc.get("read") == "warm"
+
+
+def extra_read(doc: Mapping[str, Any]) -> str | None:
+    """The key ``doc`` scores under when it is a read besides the cold one (:data:`EXTRA_READS`:
+    a warm or a salted read), else None."""
+    return EXTRA_READS.get(doc.get("read"))  # type: ignore[arg-type]
 
 
 def served_label(doc: Mapping[str, Any]) -> int:

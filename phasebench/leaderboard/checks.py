@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from phasebench.cache_reads import one_at_a_time_problem, read_order_problem
+from phasebench.cache_reads import BASELINE_NOT_ACCEPTED, one_at_a_time_problem, read_order_problem
 from phasebench.errors import MachineError, PhasebenchError, SamplesError
 from phasebench.families import paired_unit
 from phasebench.leaderboard.collect import RawSubmission, Refused
@@ -362,6 +362,8 @@ def _check_arm(task: str, path: Path, config: Mapping[str, Any], docs: Sequence[
     """A salted run (``"prefix_cache": "salted"``) is refused as what it is: an arm that tells
     a prefix-cache fault from a phase effect beside a plain run of the same split (``phasebench
     report PLAIN SALTED --diff``), not an entry; its prompts are not the split's."""
+    if any(d.get("read") == "salted" for d in docs):  # a baseline run's third read
+        raise Refused("prefix_cache", path, f"{task}: {BASELINE_NOT_ACCEPTED}")
     salted = (config.get("metadata") or {}).get("prefix_cache") == "salted" or any(
         d.get("prefix_cache") == "salted" or "salt_tokens" in d for d in docs
     )

@@ -83,6 +83,7 @@ def environment() -> jinja2.Environment:
     env.filters["identity"] = identity
     env.filters["key"] = _key
     env.filters["serving"] = lambda s: _serving(s) if s else ""
+    env.filters["setting"] = _setting
     env.filters["short"] = _short
     env.filters["places"] = _places
     env.filters["heat"] = charts.heat_class
@@ -151,6 +152,16 @@ def identity(item: Mapping[str, Any]) -> str:
     if serving:
         parts.append(_serving(serving))
     return " · ".join(parts)
+
+
+def _setting(value: Any, name: str) -> str:
+    """A declared serving setting as the model page shows it: ``512 tokens``, ``on``; ``not
+    declared`` for None."""
+    from phasebench.lmeval.served_settings import SETTINGS, setting_text
+
+    if value is None:
+        return "not declared"
+    return setting_text(name, value) if name in SETTINGS else str(value)
 
 
 def breakable(name: Any) -> Markup:

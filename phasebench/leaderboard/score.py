@@ -44,6 +44,7 @@ from phasebench.leaderboard.presses import describe_kv_cache
 from phasebench.leaderboard.readings import findings, settings
 from phasebench.leaderboard.summaries import board_summary
 from phasebench.leaderboard.validate import Outcome, Submission
+from phasebench.lmeval.served_settings import SETTINGS, differing_settings, settings_label
 from phasebench.samples import ScoredRecord
 
 REPORTED_NOTE = "reported, not reproduced"
@@ -331,6 +332,7 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
                     **_kv_fields(sub.meta["kv_cache"]),
                     "length_note": _length_note(task),
                     "serving": _serving_label(sub.meta.get("serving")),
+                    "serving_settings": settings_label(sub.meta.get("serving")),
                     "serving_witness": detail["serving_witness"],
                     "chat_template": bool(sub.meta["chat_template"]),
                     **exported(summary),
@@ -356,6 +358,7 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
             matrices[id(rows[-1])] = _phase_matrix(records)
             runs[id(rows[-1])] = (records, json.dumps(sub.meta["tokenizer"], sort_keys=True))
         models[page] = detail
+    _compare_settings(models)
     cleaned = [_clean(r) for r in rows]
     matrices = {id(c): matrices[id(r)] for r, c in zip(rows, cleaned, strict=True)}
     runs = {id(c): runs[id(r)] for r, c in zip(rows, cleaned, strict=True)}
@@ -509,6 +512,39 @@ def _serving_label(serving: Mapping[str, Any] | None) -> str | None:
         return None
     flags = ", ".join(serving.get("flags") or [])
     return f"{serving['engine']} {serving['version']}" + (f"; {flags}" if flags else "")
+
+
+def _compare_settings(models: dict[str, dict[str, Any]]) -> None:
+    """Give every entry that another entry of its model shares the page with a list of those
+    others (``other_stacks``: page, serving label, the settings whose declarations differ), so
+    that two entries of one model on two stacks show what differs."""
+
+    by_model: dict[str, list[str]] = {}
+    for page, detail in models.items():
+        by_model.setdefault(detail["model"], []).append(page)
+    for pages in by_model.values():
+        for page in pages:
+            mine = models[page]["meta"].get("serving") or {}
+            others = []
+            for other in pages:
+                if other == page:
+                    continue
+                theirs = models[other]["meta"].get("serving") or {}
+                a, b = mine.get("settings") or {}, theirs.get("settings") or {}
+                differ = differing_settings(a, b)
+                others.append(
+                    {
+                        "page": other,
+                        "serving": _serving_label(theirs) or "lm-eval's own backend",
+                        "differ": [
+                            {"setting": n, "unit": SETTINGS[n].unit, "this": a.get(n),
+                             "other": b.get(n)}
+                            for n in differ
+                        ],
+                    }
+                )  # fmt: skip
+            if others:
+                models[page]["other_stacks"] = others
 
 
 #: How a row shows a serving claim the server's witness does not back (no sample carries the

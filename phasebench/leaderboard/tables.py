@@ -21,9 +21,9 @@ from phasebench.atomic import atomic_file, atomic_write_text, make_folder
 #: Columns of the flat tables before and after the statistics (:func:`_flat_columns`).
 ROW_COLUMNS = [
     "board", "task", "task_version", "length", "modulus", "axis", "n_phases", "n_base", "model",
-    "revision", "variant", "precision", "backend", "kv_cache", "serving", "serving_witness",
-    "chat_template", "standing", "design_of", "rank_worst", "rank_worst_lo", "rank_worst_hi",
-    "rank_average", "rank_average_lo", "rank_average_hi",
+    "revision", "variant", "precision", "backend", "kv_cache", "serving", "serving_settings",
+    "serving_witness", "chat_template", "standing", "design_of", "rank_worst", "rank_worst_lo",
+    "rank_worst_hi", "rank_average", "rank_average_lo", "rank_average_hi",
 ]  # fmt: skip
 #: The rank intervals, each split into ``<rank>_lo`` / ``<rank>_hi`` in the flat tables.
 RANK_INTERVALS = {"rank_worst": "rank_worst_interval", "rank_average": "rank_average_interval"}

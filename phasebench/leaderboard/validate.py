@@ -20,7 +20,10 @@ Rules (each refusal names one of them and the file):
                 recomputed from the samples, equal the reported ones
 ``served``      through a server, every sample's server-reported prompt token count is a whole
                 number equal to its label, and the witness is on every sample or on none
-                (a ``serving`` claim without it is published as "claimed, not witnessed")
+                (a ``serving`` claim without it is published as "claimed, not witnessed");
+                every serving setting declared in ``serving.settings`` that the server
+                reported about itself (``served_settings`` in the results' task metadata,
+                recorded by ``phasebench eval``) has the declared value
 ``max_length``  the model's maximum length covers the longest prompt plus the generation budget
 ``reproduced``  a maintainer's ``reproduced.yaml`` vouches for exactly these files
 ``duplicate``   one entry per canonical (model, revision, variant, precision, chat template,
@@ -184,6 +187,7 @@ def validate_submission(
     check_schema(raw)
     found = task_configs(raw, tasks)
     _check_backend(raw, found)
+    _check_settings(raw, found)
     extra = sorted(set(raw.samples) - set(found))
     if extra:
         raise Refused("files", raw.samples[extra[0]][0], "samples of a task missing from results")
@@ -268,6 +272,24 @@ def _check_backend(raw: RawSubmission, found: Mapping[str, tuple[Path, dict]]) -
                     f"field backend: {ascii(claimed)} but {path.name} was run with {key} "
                     f"{ascii(source)[:60]}; give the backend lm-eval ran",
                 )
+
+
+def _check_settings(raw: RawSubmission, found: Mapping[str, tuple[Path, dict]]) -> None:
+    """Every serving setting the submission declares and the server reported about itself (in
+    each task's metadata, as ``phasebench eval`` recorded it) agrees, the way the witness checks
+    the prompt token counts (:func:`phasebench.lmeval.served_settings.settings_mismatch`)."""
+    from phasebench.lmeval.served_settings import settings_mismatch
+
+    declared = (raw.meta.get("serving") or {}).get("settings") or {}
+    if not declared:
+        return
+    for task, (path, results) in sorted(found.items()):
+        config = (results.get("configs") or {}).get(task) or {}
+        reported = (config.get("metadata") or {}).get("served_settings")
+        if not isinstance(reported, dict):
+            continue
+        if why := settings_mismatch(declared, reported):
+            raise Refused("served", path, f"{task}: serving setting {why}")
 
 
 def _served(raw: RawSubmission, witnesses: Mapping[str, str | None]) -> str | None:

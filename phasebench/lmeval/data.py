@@ -23,7 +23,8 @@ from phasebench._version import GENERATOR_VERSION
 from phasebench.atomic import remove_entry, staged_folder
 from phasebench.errors import EvalError, SpecError, SplitError, TokenizerError
 from phasebench.families import get_family
-from phasebench.samples import REPEAT_READS
+from phasebench.rows import config_length
+from phasebench.samples import BASELINE_READS, REPEAT_READS
 from phasebench.specs import DEFAULT_MODULUS, DEFAULT_SEED, TOKENIZER_ARG_NAMES, SplitSpec
 from phasebench.tokenization import (
     PhaseTokenizer,
@@ -120,18 +121,23 @@ def _length_phases(value: Any) -> str | None:
 
 
 #: The arms of the prefix-cache axis (``"prefix_cache"`` in ``--metadata``; docs/serving.md).
-PREFIX_CACHE_ARMS = ("repeat", "salted")
+PREFIX_CACHE_ARMS = ("repeat", "salted", "baseline")
+#: The arms that read every prompt more than once, one request at a time (a doc's ``read``).
+READ_TWICE = ("repeat", "baseline")
 #: The reads of one prompt in a ``repeat`` run, in the order they are sent (a doc's ``read``;
-#: declared in :data:`phasebench.samples.REPEAT_READS`, where report and leaderboard read it).
+#: declared in :data:`phasebench.samples.REPEAT_READS`, where report and leaderboard read it);
+#: a ``baseline`` run adds a third, ``salted`` (:data:`phasebench.samples.BASELINE_READS`).
 READS = REPEAT_READS
 
 
 def prefix_cache_arm(kwargs: Mapping[str, Any]) -> str | None:
-    """``"prefix_cache"`` in ``--metadata``: ``"repeat"``, ``"salted"`` or absent (None).
+    """``"prefix_cache"`` in ``--metadata``: ``"repeat"``, ``"salted"``, ``"baseline"`` or
+    absent (None).
 
-    ``repeat`` needs one request at a time: with ``num_concurrent`` above 1 lm-eval sends the
-    two reads of a prompt at once, and neither is the warm one (refused here, where the model
-    arguments are merged in; ``phasebench eval`` also refuses a ``--batch_size`` above 1)."""
+    ``repeat`` and ``baseline`` need one request at a time: with ``num_concurrent`` above 1
+    lm-eval sends the two reads of a prompt at once, and neither is the warm one (refused here,
+    where the model arguments are merged in; ``phasebench eval`` also refuses a ``--batch_size``
+    above 1)."""
     value = kwargs.get("prefix_cache")
     if value in (None, "", False, "false", "off"):
         return None
@@ -141,23 +147,38 @@ def prefix_cache_arm(kwargs: Mapping[str, Any]) -> str | None:
             f"(got {value!r})"
         )
     concurrent = str(kwargs.get("num_concurrent") or "1")
-    if value == "repeat" and (not concurrent.isdigit() or int(concurrent) > 1):
+    if value in READ_TWICE and (not concurrent.isdigit() or int(concurrent) > 1):
         raise SpecError(
-            f'"prefix_cache": "repeat" sends each prompt twice in a row, one request at a time; '
+            f'"prefix_cache": "{value}" sends each prompt twice in a row, one request at a time; '
             f"num_concurrent={concurrent} would send both reads at once: drop num_concurrent"
         )
     return str(value)
 
 
-def repeated(rows: Sequence[Mapping[str, Any]]) -> list[dict]:
-    """Every row twice, a ``cold`` read then a ``warm`` one, adjacent. lm-eval's request order
+def repeated(
+    rows: Sequence[Mapping[str, Any]], salted: Sequence[Mapping[str, Any]] | None = None
+) -> list[dict]:
+    """Every row twice, a ``cold`` read then a ``warm`` one, adjacent, and with ``salted`` (the
+    ``baseline`` arm: each row behind a salt of its own, :func:`phasebench.salting.salt_row`)
+    a third read after them, ``salted``: a cold read by construction, whose prompt is longer by
+    a multiple of P, so lm-eval sends it in a group of its own (a prompt length never shares a
+    group with another, :mod:`phasebench.lmeval.batching`) and it never comes between a cold
+    read and its warm twin. lm-eval's request order
     keeps them adjacent and in this order: its Collator sorts stably, and the two reads are equal
     in every key it sorts and groups by (the prompt's length and text, the generation
     arguments; :func:`phasebench.prefill.send_order` models the sort), so the warm read is sent
     right after the cold one, its prefix the most recent the cache has seen.
     ``tests/test_prefix_cache.py`` reads that order off a server fed by lm-eval's own API
     backend."""
-    return [{**row, "read": read} for row in rows for read in READS]
+    if salted is None:
+        return [{**row, "read": read} for row in rows for read in READS]
+    out = []
+    for row, other in zip(rows, salted, strict=True):
+        plain = {**row, "config_length": config_length(row), "prefix_cache": None}
+        out += [{**plain, "read": read} for read in READS] + [{**other, "read": BASELINE_READS[-1]}]
+    # one set of fields for every read (lm-eval's dataset takes its columns from the first row)
+    fields = dict.fromkeys(key for read in out for key in read)
+    return [{key: read.get(key) for key in fields} for read in out]
 
 
 def split_specs(family: str, kwargs: Mapping[str, Any]) -> list[SplitSpec]:
@@ -321,10 +342,13 @@ def resolve_split(family: str, **kwargs: Any) -> LoadedSplit:
     manifests = tuple(read_manifest(f) for f in folders)
     rows = [row for config_rows in per_config for row in config_rows]
     arm = prefix_cache_arm(kwargs)
-    if arm == "salted":  # before a chat template is measured: the salt opens the user's text
+    salted = None
+    if arm in ("salted", "baseline"):  # before a chat template: the salt opens the user's text
         from phasebench.salting import salt_row
 
-        rows = [salt_row(row, tok) for row in rows]
+        salted = [salt_row(row, tok) for row in rows]
+        if arm == "salted":
+            rows, salted = salted, None
     offset = 0
     if truthy(kwargs.get("apply_chat_template")):
         system = kwargs.get("system_instruction")
@@ -337,8 +361,10 @@ def resolve_split(family: str, **kwargs: Any) -> LoadedSplit:
             )
         offset, extra = shifts.pop()
         rows = [relabel(row, offset, extra) for row in rows]
-    if arm == "repeat":
-        rows = repeated(rows)
+        if salted is not None:
+            salted = [relabel(row, offset, extra) for row in salted]
+    if arm in READ_TWICE:
+        rows = repeated(rows, salted)
     return LoadedSplit(tuple(folders), manifests, rows, offset, arm)
 
 

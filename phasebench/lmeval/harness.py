@@ -249,15 +249,17 @@ def _check_metadata(families: Sequence[str], kwargs: Mapping[str, Any]) -> None:
 
 
 def _check_one_request_at_a_time(ns: Any, kwargs: Mapping[str, Any]) -> None:
-    """``"prefix_cache": "repeat"`` with a ``--batch_size`` above 1 is refused: lm-eval would
+    """``"prefix_cache": "repeat"`` (or ``"baseline"``) with a ``--batch_size`` above 1 is
+    refused: lm-eval would
     put a prompt's cold and warm reads into one batch (one request), read side by side rather
     than one from the other's cache (``num_concurrent`` is refused by the tasks themselves)."""
-    from phasebench.lmeval.data import prefix_cache_arm
+    from phasebench.lmeval.data import READ_TWICE, prefix_cache_arm
 
     size = str(getattr(ns, "batch_size", 1) or 1)
-    if prefix_cache_arm(kwargs) == "repeat" and size != "1":
+    arm = prefix_cache_arm(kwargs)
+    if arm in READ_TWICE and size != "1":
         raise SpecError(
-            f'"prefix_cache": "repeat" sends each prompt twice in a row, one request at a time; '
+            f'"prefix_cache": "{arm}" sends each prompt twice in a row, one request at a time; '
             f"--batch_size {size} would put both reads into one batch: use --batch_size 1"
         )
 
@@ -310,6 +312,7 @@ def prepare(ns: Any, on_event: Callable[[str], None] | None = None) -> None:
         # the same backend, whose responses carry the server's prompt token counts
         register_witnessed_backends()
         ns.model = witnessed_backend(backend)
+        _record_served_settings(ns, model_args, metadata)
     if on_event is not None:
         limit = getattr(ns, "limit", None)
         counted = f"{prompts:,} prompts" + (f" (--limit {limit} per task)" if limit else "")
@@ -317,6 +320,20 @@ def prepare(ns: Any, on_event: Callable[[str], None] | None = None) -> None:
             f"lm-eval: indexing the tasks, loading the model, then running the {counted}; "
             "lm-eval's bar estimates the time left once its first batch is answered"
         )
+
+
+def _record_served_settings(ns: Any, model_args: Mapping[str, Any], metadata: dict) -> None:
+    """Read what the server at ``base_url`` reports of its serving settings and record it in
+    the tasks' metadata (``served_settings``; lm-eval writes it into the results file), where
+    the leaderboard checks it against the submission's declaration. A server that reports
+    none records an empty mapping: asked, nothing reported."""
+    from phasebench.lmeval.served_settings import reported_settings
+
+    base_url = model_args.get("base_url")
+    if not base_url:
+        return
+    metadata["served_settings"] = reported_settings(str(base_url))
+    ns.metadata = metadata
 
 
 @dataclass(frozen=True)

@@ -75,16 +75,18 @@ def knobs() -> tuple[Knob, ...]:
              "(long periods; docs/serving.md)"),
         Knob("prefix_cache", "off", '"repeat": every prompt sent twice in a row, a cold read '
              'then a warm one (one request at a time); "salted": every prompt opens with a salt of '
-             "its own, a multiple of P tokens, so no prompt can be read from a prefix cache "
-             "(docs/serving.md)"),
+             "its own, a multiple of P tokens, so no prompt can be read from a prefix cache; "
+             '"baseline": repeat plus a third, salted read, the server\'s own cold-to-cold '
+             "agreement (docs/serving.md)"),
         Knob("dataset_path", "none", "a pre-built split: a folder from `phasebench generate` or "
              "`phasebench publish`, or a Hub dataset id"),
     )  # fmt: skip
 
 
 #: Keys a task also reads that are not knobs: the tokenizer's name and arguments (lm-eval's model
-#: arguments, also accepted in --metadata), what ``phasebench eval`` adds for a chat template,
-#: and the ``version`` of the task YAMLs' own ``metadata:`` block, merged in by lm-eval.
+#: arguments, also accepted in --metadata), what ``phasebench eval`` adds for a chat template
+#: and the serving settings a server reports (:mod:`phasebench.lmeval.served_settings`), and the
+#: ``version`` of the task YAMLs' own ``metadata:`` block, merged in by lm-eval.
 OTHER_KEYS = (
     "tokenizer",
     "pretrained",
@@ -92,6 +94,7 @@ OTHER_KEYS = (
     *TOKENIZER_ARG_NAMES,
     "apply_chat_template",
     "system_instruction",
+    "served_settings",
     "version",
 )
 #: How close (difflib's ratio) a key must be to a knob to count as a misspelling of it inside a

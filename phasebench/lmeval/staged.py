@@ -90,7 +90,7 @@ def base_order(rows: Sequence[dict]) -> int:
 def plan(ns: Any) -> Plan:
     """The looks of the run whose lm-eval arguments were parsed into ``ns``."""
     from phasebench.families import task_name
-    from phasebench.lmeval.data import resolve_split
+    from phasebench.lmeval.data import READ_TWICE, prefix_cache_arm, resolve_split
     from phasebench.lmeval.harness import requested_families
     from phasebench.stats.sequential import stage_sizes, staged_n_base
 
@@ -108,7 +108,14 @@ def plan(ns: Any) -> Plan:
             f"and the looks are one task's base items); got --tasks {','.join(named) or '(none)'}"
         )
     family = families[0]
-    split = resolve_split(family, **(dict(ns.model_args or {}) | dict(ns.metadata or {})))
+    kwargs = dict(ns.model_args or {}) | dict(ns.metadata or {})
+    if (arm := prefix_cache_arm(kwargs)) in READ_TWICE:
+        raise EvalError(
+            f'--staged answers a prompt sent before from lm-eval\'s --use_cache, so a "{arm}" '
+            "run's warm read of an earlier look would be its cold read's cached answer; run "
+            f'the "{arm}" arm without --staged'
+        )
+    split = resolve_split(family, **kwargs)
     if len(split.manifests) != 1:
         lengths = sorted(int(m["spec"]["length"]) for m in split.manifests)
         raise EvalError(

@@ -40,10 +40,10 @@ from phasebench.errors import EvalError, PhasebenchError, TaskRefusal
 from phasebench.families import get_family, task_name
 from phasebench.rows import config_length
 from phasebench.samples import (
+    EXTRA_READS,
     SERVED_KEY,
-    WARM_KEY,
     ScoredRecord,
-    is_warm,
+    extra_read,
     scored_record,
     served_label,
     served_state,
@@ -201,8 +201,9 @@ def process_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str,
     ``margin > 0``.
 
     The warm read of a ``"prefix_cache": "repeat"`` run (the doc's ``read`` is ``warm``)
-    scores under :data:`~phasebench.samples.WARM_KEY` alone: every phase statistic stays the
-    cold reads', and ``phasebench report`` pairs the two reads of each prompt.
+    scores under :data:`~phasebench.samples.WARM_KEY` alone, and a ``"baseline"`` run's salted
+    read under :data:`~phasebench.samples.SALTED_KEY`: every phase statistic stays the cold
+    reads', and ``phasebench report`` pairs the reads of each prompt.
 
     Where the response carries the server's prompt token count
     (:class:`phasebench.lmeval.witness.ServedText`), ``served_verified`` logs ``[label, count]``;
@@ -217,8 +218,8 @@ def process_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str,
         acc = float(margin > 0)
     else:
         acc = float(answer_matches(str(results[0]), str(doc["answer"])))
-    if is_warm(doc):  # the second read of a repeat run: compared with the cold one, apart
-        return {WARM_KEY: acc}
+    if key := extra_read(doc):  # a repeat run's warm or salted read: compared with the cold one
+        return {key: acc}
     out: dict[str, Any] = {}
     if results and hasattr(results[0], "prompt_tokens"):  # through a witnessed API backend
         count = results[0].prompt_tokens
@@ -322,9 +323,11 @@ class _PhaseTaskBase:
         self._phasebench_keys = {*_sample_metrics(), SERVED_KEY}
         compat.add_phase_metric(self, SERVED_KEY, served_verified_share, True)
         if "read" in docs.column_names:
-            # a repeat run: the warm reads' accuracy, beside the cold reads' acc
-            compat.add_phase_metric(self, WARM_KEY, _mean, True)
-            self._phasebench_keys.add(WARM_KEY)
+            # a repeat run: the warm (and salted) reads' accuracy, beside the cold reads' acc
+            for read, key in EXTRA_READS.items():
+                if read in set(docs["read"]):
+                    compat.add_phase_metric(self, key, _mean, True)
+                    self._phasebench_keys.add(key)
         for key in metric_keys(family, modulus, lengths, metrics, axes):
             name = parse_metric_key(key)[0]
             aggregation = functools.partial(aggregate, name=name)

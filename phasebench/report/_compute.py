@@ -22,8 +22,8 @@ from phasebench.samples import (
     SERVED_KEY,
     SERVED_STATES,
     ScoredRecord,
+    extra_read,
     fed_off_label,
-    is_warm,
     scored_record,
     served_label,
     served_state,
@@ -138,7 +138,7 @@ def _group(
         doc = s.get("doc")
         if not isinstance(doc, dict) or "phase" not in doc or "base_id" not in doc:
             continue
-        if is_warm(doc):  # a repeat run's second read: compared apart (cache_reads)
+        if extra_read(doc):  # a repeat run's warm or salted read: compared apart (cache_reads)
             continue
         where = f"{task} sample {number}"
         missing = [k for k in DOC_FIELDS if k not in doc]
@@ -247,8 +247,9 @@ def salt_problem(doc: Mapping[str, Any]) -> str | None:
     """What is wrong with a salted read's salt (None for an unsalted doc, or a salt that is a
     positive multiple of P tokens): a salt of ``s`` tokens moves every token by ``s``, so
     unless ``s`` is a multiple of P each phase label is off by ``s mod P`` and the gap is
-    measured between the wrong phases (:mod:`phasebench.salting`)."""
-    if doc.get("prefix_cache") != "salted" and "salt_tokens" not in doc:
+    measured between the wrong phases (:mod:`phasebench.salting`). A ``baseline`` run's cold
+    and warm reads carry ``salt_tokens`` as null (every read has every field): unsalted."""
+    if doc.get("prefix_cache") != "salted" and doc.get("salt_tokens") is None:
         return None
     salt, modulus = doc.get("salt_tokens"), int(doc["phase_modulus"])
     if isinstance(salt, bool) or not isinstance(salt, int) or salt <= 0:

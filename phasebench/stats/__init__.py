@@ -25,7 +25,8 @@ inverts to, Cochran's Q),
 (folds, spectrum, period and the periods the data are consistent with, phase-lock rate),
 :mod:`~phasebench.stats.compare` (two runs of one split: the difference in gap and worst phase,
 paired), :mod:`~phasebench.stats.cache` (two reads of the same prompts, warm against cold or salted
-against plain: agreement and the exact McNemar test),
+against plain: agreement and the exact McNemar test; a third, cold read as the server's own
+baseline),
 :mod:`~phasebench.stats.summary` (every statistic of one phase matrix: :func:`summarize`) and
 :mod:`~phasebench.stats.paired` (every number of a set of scored samples:
 :func:`summarize_samples`, the one entry point the lm-eval aggregates, ``phasebench report`` and
@@ -46,7 +47,9 @@ from typing import Any
 _LAZY = {
     "PhaseSummary": "phasebench.stats.summary",
     "ReadPair": "phasebench.stats.cache",
+    "ThreeReads": "phasebench.stats.cache",
     "cochran_q": "phasebench.stats.permutation",
+    "cold_baseline": "phasebench.stats.cache",
     "compare_runs": "phasebench.stats.compare",
     "consistent_periods": "phasebench.stats.periods",
     "crossfit_worst": "phasebench.stats.crossfit",

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -113,8 +114,11 @@ def test_one_model_on_two_serving_stacks_is_two_rows(tmp_path, submission_rows, 
     from phasebench.leaderboard.render import board_page
     from phasebench.leaderboard.tables import flat_table, write_tables
 
-    vllm = {"engine": "vllm", "version": "0.28.0", "flags": ["prefix-caching", "chunked-prefill"]}
-    sglang = {"engine": "sglang", "version": "0.5.2"}
+    vllm = {"engine": "vllm", "version": "0.28.0", "flags": ["prefix-caching", "chunked-prefill"],
+            "settings": {"kv_block_tokens": 16, "prefill_chunk_tokens": 8192,
+                         "prefix_cache": True, "batch_invariant": False}}  # fmt: skip
+    sglang = {"engine": "sglang", "version": "0.5.2",
+              "settings": {"kv_block_tokens": 1, "prefix_cache": True}}  # fmt: skip
     for name, serving in (("vllm", vllm), ("sglang", sglang)):
         _variant(tmp_path, submission_rows, name, backend="local-completions",
                  kv_cache="CSA window 8 stride 4", serving=serving)  # fmt: skip
@@ -129,6 +133,26 @@ def test_one_model_on_two_serving_stacks_is_two_rows(tmp_path, submission_rows, 
     build_site(board, tmp_path / "site")
     page = (tmp_path / "site" / board_page(board["rows"][0]["board"])).read_text()
     assert f"served by {labels[1]}" in page and f"served by {labels[0]}" in page
+    # the declared serving settings: in leaderboard.json's rows and model entries, in the CSV,
+    # on each model page, and what differs between the two stacks of one model
+    exported = json.loads((tmp_path / "out" / "leaderboard.json").read_text())
+    cells = {r["serving"]: r["serving_settings"] for r in exported["rows"]}
+    assert cells[labels[1]] == (
+        "kv_block_tokens=16; prefill_chunk_tokens=8192; prefix_cache=on; batch_invariant=off"
+    )
+    assert cells[labels[0]] == "kv_block_tokens=1; prefix_cache=on"
+    assert cells[labels[0]] in (tmp_path / "out" / "leaderboard.csv").read_text()
+    models = {d["meta"]["serving"]["engine"]: d for d in exported["models"].values()}
+    assert models["vllm"]["meta"]["serving"]["settings"] == vllm["settings"]
+    (other,) = models["vllm"]["other_stacks"]
+    assert other["serving"] == labels[0]
+    assert [d["setting"] for d in other["differ"]] == [
+        "kv_block_tokens", "prefill_chunk_tokens", "batch_invariant"]  # fmt: skip
+    row = next(r for r in board["rows"] if r["serving"] == labels[1])
+    page = (tmp_path / "site" / row["page"]).read_text()
+    assert "kv_block_tokens: 16 tokens" in page and "batch_invariant: off" in page
+    assert "prefill_chunk_tokens 8192 tokens here, not declared there" in page
+    assert "kv_block_tokens 16 tokens here, 1 tokens there" in page
 
 
 def test_a_serving_field_is_checked_by_the_schema(tmp_path, submission_rows, regen_cache):

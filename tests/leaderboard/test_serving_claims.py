@@ -1,5 +1,6 @@
 """A submission's serving claim: shown as claimed unless a witness backs it, half a witness or a
-fractional count refused, a backend its own results contradict refused."""
+fractional count refused, a backend its own results contradict refused, a declared serving
+setting the server reported otherwise refused."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from phasebench.leaderboard.score import score
 from phasebench.leaderboard.validate import validate_all
@@ -126,3 +128,35 @@ def test_a_backend_the_results_contradict_is_refused(tmp_path, submission_rows, 
     assert [s.meta["model"] for s in outcome.accepted] == ["acme/honest"]
     ((_, (problem,)),) = outcome.refused
     assert problem.rule == "schema" and "model_source" in problem.message, problem
+
+
+def test_a_serving_setting_the_server_reported_otherwise_is_refused(
+    tmp_path, submission_rows, regen_cache
+):
+    """``serving.settings`` against ``served_settings``, what ``phasebench eval`` read from the
+    server (llama.cpp's /props) into the task metadata: agreeing, accepted; a setting declared
+    otherwise, refused in one line naming it, both values and where the server said it."""
+    from phasebench.leaderboard.schema import submission_schema
+    from phasebench.lmeval.served_settings import SETTINGS
+
+    schema = submission_schema()["properties"]["serving"]["properties"]["settings"]
+    assert list(schema["properties"]) == list(SETTINGS)  # one list of settings
+    reported = {"context_tokens": 2048, "source": {"context_tokens": "/props n_ctx"}}
+    for context, accepted in ((2048, True), (4096, False)):
+        subs = tmp_path / str(context)
+        folder = _served(subs, submission_rows, lambda i, doc: [doc["length"], doc["length"]])
+        meta = yaml.safe_load((folder / "submission.yaml").read_text())
+        meta["serving"] = {**SERVING, "settings": {"context_tokens": context, "ubatch_tokens": 64}}
+        (folder / "submission.yaml").write_text(yaml.safe_dump(meta))
+        path = next(folder.glob("results_*"))
+        data = json.loads(path.read_text())
+        data["configs"][TASK]["metadata"]["served_settings"] = reported
+        path.write_text(json.dumps(data))
+        outcome = validate_all(subs, tasks=TASKS, cache=regen_cache)
+        assert bool(outcome.accepted) == accepted, outcome.report_lines()
+    (problem,) = outcome.refused[0][1]
+    assert problem.rule == "served"
+    assert problem.message == (
+        f"{TASK}: serving setting context_tokens: declared 4096 tokens, the server reports "
+        "2048 tokens (/props n_ctx)"
+    )

@@ -90,3 +90,20 @@ def test_an_n_base_a_staged_run_cannot_cut_names_the_knob_the_run_used(
         assert err[-1].endswith("generate the split again with --n-base 64"), err
     else:
         assert err[-1].endswith("""pass --metadata '{"n_base": 64, ...}'"""), err
+
+
+@pytest.mark.parametrize("arm", ["repeat", "baseline"])
+def test_a_staged_run_refuses_an_arm_that_reads_a_prompt_twice(tmp_path, capsys, arm):
+    """lm-eval's --use_cache, which a staged run needs, would answer an earlier look's warm
+    read with its cold read's cached answer: refused in one line before any split is built."""
+    from phasebench.cli import main
+
+    metadata = {"max_seq_lengths": [LENGTH], "prefix_cache": arm}
+    code = main(["eval", "--staged", "--model", "local-completions", "--model_args",
+                 "model=m,base_url=http://127.0.0.1:9/v1/completions", "--tasks",
+                 "phasebench_kv", "--metadata", json.dumps(metadata), "--output_path",
+                 str(tmp_path / "out"), "--log_samples"])  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1, err
+    assert f'run the "{arm}" arm without --staged' in err[0]
+    assert not (tmp_path / "out").exists()

@@ -40,7 +40,7 @@ import time
 import urllib.error
 import urllib.request
 import venv
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -136,13 +136,16 @@ def _server_env() -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def llama_server(python: str, model: Path, log: Path, *, n_ctx: int = 2048) -> Iterator[str]:
+def llama_server(
+    python: str, model: Path, log: Path, *, n_ctx: int = 2048, extra: Sequence[str] = ()
+) -> Iterator[str]:
     """``python -m llama_cpp.server`` on the GGUF file ``model`` (alias ``smollm2``, one
-    thread); yields its base URL once it answers."""
+    thread, ``extra`` arguments after the others, e.g. ``--cache True``); yields its base URL
+    once it answers."""
     command = [
         python, "-m", "llama_cpp.server", "--model", str(model), "--model_alias", "smollm2",
         "--host", "127.0.0.1", "--port", str(_free_port()), "--n_ctx", str(n_ctx),
-        "--n_threads", "1", "--n_threads_batch", "1", "--seed", "0",
+        "--n_threads", "1", "--n_threads_batch", "1", "--seed", "0", *extra,
     ]  # fmt: skip
     with _running("llama_cpp.server", command, _server_env(), log) as base:
         yield base
