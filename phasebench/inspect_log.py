@@ -86,7 +86,9 @@ def _check_zip(path: Path, limits: InspectLimits) -> None:
         raise LogError("size", path, f"unpacks to {unpacked} bytes (limit {limits.max_unpacked})")
     for member in members:
         if member.file_size > limits.max_ratio * max(member.compress_size, 1024):
-            raise LogError("size", path, f"{member.filename[:80]!r} packs over {limits.max_ratio}:1")
+            raise LogError(
+                "size", path, f"{member.filename[:80]!r} packs over {limits.max_ratio}:1"
+            )
 
 
 def _doc(metadata: dict[str, Any], prompt: str) -> dict[str, Any]:

@@ -1,34 +1,18 @@
 """phasebench in Inspect AI: ``inspect eval phasebench/kv`` and ``phasebench/niah``.
 
-The ``inspect_ai`` entry point of ``pyproject.toml`` names this package, so Inspect imports it
-when a task name starts with ``phasebench/``; importing it registers the tasks, their scorer and
-their metrics (:mod:`phasebench.inspectai._tasks`). It needs inspect-ai (``pip install
-"phasebench[inspect]"``); nothing else of phasebench imports it. How a log of these tasks is read
-back: :mod:`phasebench.inspect_log`.
+The ``inspect_ai`` entry point of ``pyproject.toml`` names :mod:`phasebench.inspectai._tasks`,
+so Inspect imports it when a task name starts with ``phasebench/``; importing it registers the
+tasks, their scorer and their metrics. It needs inspect-ai (``pip install
+"phasebench[inspect]"``); this package's own import does not (``phasebench tasks-dir --inspect``
+reads :data:`MODEL_CONFIG` without it), and nothing else of phasebench imports it. How a log of
+these tasks is read back: :mod:`phasebench.inspect_log`.
 """
 
-from phasebench.inspectai._tasks import (
-    MODEL_CONFIG,
-    PROMPT_AS_IS,
-    REPORTED,
-    code,
-    kv,
-    model_tokenizer,
-    niah,
-    phase_answer,
-    split_samples,
-    statistic,
-)
+from pathlib import Path
 
-__all__ = [
-    "MODEL_CONFIG",
-    "PROMPT_AS_IS",
-    "REPORTED",
-    "code",
-    "kv",
-    "model_tokenizer",
-    "niah",
-    "phase_answer",
-    "split_samples",
-    "statistic",
-]
+#: Model arguments for Inspect's ``hf`` provider that feed a split's exact prompt, greedily:
+#: ``inspect eval phasebench/kv --model hf/PATH --model-config "$(phasebench tasks-dir
+#: --inspect)"``.
+MODEL_CONFIG = Path(__file__).resolve().parent / "hf_prompt_as_is.yaml"
+
+__all__ = ["MODEL_CONFIG"]

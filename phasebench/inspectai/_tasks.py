@@ -16,9 +16,9 @@ refused in one line asking for ``-T tokenizer=``.
 What the model reads: Inspect sends a chat; its ``hf`` provider renders it with the tokenizer's
 chat template, or without one as ``user: TEXT`` and a newline. The exact prompt is sent with the
 pass-through template of :data:`PROMPT_AS_IS` (``--model-config`` of
-:data:`MODEL_CONFIG`); with ``-T chat_template=true`` the tokenizer's own template is measured
-and the phases relabelled, as ``phasebench eval --apply_chat_template`` does. Either way each
-score keeps the witness ``served_verified`` (the label's token count beside the count the
+:data:`phasebench.inspectai.MODEL_CONFIG`, which holds it); with ``-T chat_template=true`` the
+tokenizer's own template is measured and the phases relabelled, as ``phasebench eval
+--apply_chat_template`` does. Either way each score keeps the witness ``served_verified`` (the label's token count beside the count the
 provider reports it fed), and a sample whose counts disagree (another frame, a left pad) is
 left out of every statistic, as the lm-eval tasks leave it out.
 
@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from importlib.resources import files
 from typing import Any
 
 from inspect_ai import Task, task
@@ -42,7 +41,7 @@ from inspect_ai import Task, task
 from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import GenerateConfig, get_model
-from inspect_ai.scorer import Score, SampleScore, Target, metric, scorer
+from inspect_ai.scorer import SampleScore, Score, Target, metric, scorer
 from inspect_ai.solver import TaskState, generate
 
 from phasebench import metrics
@@ -60,9 +59,6 @@ from phasebench.samples import (
 
 #: A chat template that renders the one user message as it is: the prompt's exact text.
 PROMPT_AS_IS = "{{ messages[0]['content'] }}"
-#: Model arguments for Inspect's ``hf`` provider that feed the split's exact prompt, greedily
-#: (``inspect eval ... --model-config`` of this file).
-MODEL_CONFIG = files("phasebench.inspectai").joinpath("hf_prompt_as_is.yaml")
 #: Providers whose model name is the tokenizer's Hub id or folder.
 NAMED_BY_MODEL = ("hf", "vllm", "sglang")
 
@@ -111,7 +107,9 @@ def _lengths(length: Any) -> list[int]:
     try:
         return [int(v) for v in values]
     except ValueError:
-        raise PrerequisiteError(f"-T length takes token counts, e.g. 4096 or 512,1024 (got {length!r})") from None
+        raise PrerequisiteError(
+            f"-T length takes token counts, e.g. 4096 or 512,1024 (got {length!r})"
+        ) from None
 
 
 def split_samples(family: str, tokenizer: str | None = None, **options: Any) -> list[Sample]:
@@ -123,8 +121,9 @@ def split_samples(family: str, tokenizer: str | None = None, **options: Any) -> 
     name, args = model_tokenizer(tokenizer)
     if options.get("prefix_cache") == "repeat":
         raise PrerequisiteError(
-            'phasebench: -T prefix_cache=repeat needs each prompt sent twice in a row, one request '
-            "at a time, and Inspect runs samples concurrently; use phasebench eval for the repeat arm"
+            "phasebench: -T prefix_cache=repeat needs each prompt sent twice in a row, one request "
+            "at a time, and Inspect runs samples concurrently; run the repeat arm with phasebench "
+            "eval"
         )
     try:
         split = resolve_split(family, tokenizer=name, **args, **options)
@@ -251,8 +250,7 @@ def kv(
     dataset_path: str | None = None, chat_template: bool = False, tokenizer: str | None = None,
 ) -> Task:  # fmt: skip
     """phasebench's kv retrieval at every phase (``-T`` arguments: the lm-eval tasks' knobs)."""
-    return _phase_task("kv", **_options(length, modulus, n_base, seed, phases, length_phases,
-                                        prefix_cache, dataset_path, chat_template, tokenizer))  # fmt: skip
+    return _phase_task("kv", **_options(**locals()))
 
 
 @task
@@ -262,8 +260,7 @@ def niah(
     dataset_path: str | None = None, chat_template: bool = False, tokenizer: str | None = None,
 ) -> Task:  # fmt: skip
     """phasebench's needle in a haystack at every phase (``-T``: the lm-eval tasks' knobs)."""
-    return _phase_task("niah", **_options(length, modulus, n_base, seed, phases, length_phases,
-                                          prefix_cache, dataset_path, chat_template, tokenizer))  # fmt: skip
+    return _phase_task("niah", **_options(**locals()))
 
 
 @task
