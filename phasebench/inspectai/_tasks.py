@@ -15,12 +15,14 @@ refused in one line asking for ``-T tokenizer=``.
 
 What the model reads: Inspect sends a chat; its ``hf`` provider renders it with the tokenizer's
 chat template, or without one as ``user: TEXT`` and a newline. The exact prompt is sent with the
-pass-through template of :data:`PROMPT_AS_IS` (``--model-config`` of
+pass-through template :data:`PROMPT_AS_IS` (``--model-config`` of
 :data:`phasebench.inspectai.MODEL_CONFIG`, which holds it); with ``-T chat_template=true`` the
 tokenizer's own template is measured and the phases relabelled, as ``phasebench eval
---apply_chat_template`` does. Either way each score keeps the witness ``served_verified`` (the label's token count beside the count the
-provider reports it fed), and a sample whose counts disagree (another frame, a left pad) is
-left out of every statistic, as the lm-eval tasks leave it out.
+--apply_chat_template`` does. Either way each score keeps the witness ``served_verified``: the
+label's token count beside the count the provider reports it fed (Inspect's ``input_tokens``,
+which for ``hf`` is the fed tensor's width, left pads included). A sample whose counts disagree
+(another frame, a pad) is left out of every statistic, as the lm-eval tasks leave it out, and
+``phasebench report`` refuses a run with more than a few such samples.
 
 The code family scores the log-likelihood of two one-token choices. Inspect asks models for
 generations; its log probabilities are of the generated token's top candidates only (an API
