@@ -25,8 +25,17 @@ from typing import Any
 
 from phasebench.errors import DependencyError, LogError
 from phasebench.lmeval.compat import doc_hash, hash_string
+from phasebench.samples import SERVED_KEY
 
-__all__ = ["FRAMEWORK", "InspectLimits", "InspectRun", "is_inspect_log", "read_inspect_log"]
+__all__ = [
+    "FRAMEWORK",
+    "REPORTED",
+    "InspectLimits",
+    "InspectRun",
+    "is_inspect_log",
+    "lm_eval_metric",
+    "read_inspect_log",
+]
 
 #: The framework an Inspect run names in what phasebench writes (results files, boards).
 FRAMEWORK = "inspect_ai"
@@ -36,6 +45,31 @@ SUFFIX = ".eval"
 #: where a doc rebuilt from a sample's metadata gets its prompt back, so its lm-eval
 #: ``doc_hash`` is the one of the row.
 PROMPT_AFTER = "needle_key"
+#: The statistics a phasebench task reports in Inspect (the compact set's, the gap's interval
+#: and the named period), as (Inspect metric name, statistic key, part): ``value``, or the
+#: ``low`` or ``high`` end of the statistic's interval. The tasks declare their metrics from it
+#: (:mod:`phasebench.inspectai`) and ``phasebench leaderboard pack`` files their values under
+#: lm-eval's names (:func:`lm_eval_metric`), where validation recomputes each.
+REPORTED = (
+    ("acc", "acc", "value"),
+    ("worst_phase_crossfit", "worst_phase_crossfit", "value"),
+    ("lowest_phase", "lowest_phase", "value"),
+    ("gap", "gap", "value"),
+    ("gap_ci_low", "gap", "low"),
+    ("gap_ci_high", "gap", "high"),
+    ("p_value", "p_value", "value"),
+    ("dominant_period", "dominant_period", "value"),
+)
+
+
+def lm_eval_metric(key: str, part: str) -> str | None:
+    """The lm-eval metric name of ``part`` of the statistic ``key`` (None: lm-eval has none)."""
+    from phasebench import metrics
+
+    name = metrics.get(key).metric
+    if name is None or part == "value":
+        return name
+    return f"{name}_ci_{part}"
 
 
 @dataclass(frozen=True)
@@ -61,6 +95,8 @@ class InspectRun:
     created: str
     inspect_version: str
     samples: list[dict[str, Any]] = field(default_factory=list)
+    #: The values of the task's metrics as Inspect logged them, by Inspect metric name.
+    metrics: dict[str, float] = field(default_factory=dict)
 
 
 def is_inspect_log(path: Path | str) -> bool:
@@ -127,10 +163,9 @@ def _record(number: int, sample: Any, path: Path) -> dict[str, Any]:
         "target_hash": hash_string(str(doc.get("answer"))),
     }
     extra = score.metadata or {}
-    for key, value in extra.items():
-        record[key] = value
-    if "acc" not in record and isinstance(score.value, int | float):
-        record["acc"] = float(score.value)
+    for key in ("acc", SERVED_KEY):
+        if key in extra:
+            record[key] = extra[key]
     return record
 
 
@@ -171,4 +206,10 @@ def read_inspect_log(path: Path | str, limits: InspectLimits = InspectLimits()) 
         inspect_version=str(log.eval.packages.get("inspect_ai", "")),
     )
     run.samples = [_record(i, s, path) for i, s in enumerate(samples, 1)]
+    for scores in (log.results.scores if log.results else [])[:1]:
+        run.metrics = {
+            name: float(m.value)
+            for name, m in scores.metrics.items()
+            if isinstance(m.value, float | int)
+        }
     return run

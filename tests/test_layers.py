@@ -24,10 +24,12 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
               "phasebench.verification", "phasebench.inspection", "phasebench.prefill",
               "phasebench.salting")),
     ("analysis", ("phasebench.metrics", "phasebench.stats", "phasebench.formatting")),
-    ("formats", ("phasebench.samples",)),
+    ("formats", ("phasebench.samples", "phasebench.inspect_log")),
     ("report", ("phasebench.report", "phasebench.plots", "phasebench.cache_reads")),
     ("hub", ("phasebench.hub",)),
     ("lmeval", ("phasebench.lmeval",)),
+    # Inspect AI's tasks: the lm-eval tasks' split engine and scoring, in Inspect
+    ("inspectai", ("phasebench.inspectai",)),
     ("leaderboard", ("phasebench.leaderboard",)),
     ("reference", ("phasebench.reference",)),
     ("apps", ("phasebench.demo", "phasebench.sweep", "phasebench.kvpress", "phasebench.probe")),

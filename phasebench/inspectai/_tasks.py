@@ -49,7 +49,7 @@ from inspect_ai.solver import TaskState, generate
 from phasebench import metrics
 from phasebench.errors import PhasebenchError
 from phasebench.families import get_family, task_name
-from phasebench.inspect_log import PROMPT_AFTER
+from phasebench.inspect_log import PROMPT_AFTER, REPORTED
 from phasebench.lmeval.tasks import MAX_GEN_TOKS, answer_matches
 from phasebench.samples import (
     SERVED_KEY,
@@ -63,21 +63,6 @@ from phasebench.samples import (
 PROMPT_AS_IS = "{{ messages[0]['content'] }}"
 #: Providers whose model name is the tokenizer's Hub id or folder.
 NAMED_BY_MODEL = ("hf", "vllm", "sglang")
-
-#: The statistics each task reports in Inspect (the compact set's, plus the gap's interval and
-#: the named period), as (Inspect metric name, statistic key, part): ``value``, or an end of
-#: the statistic's interval.
-REPORTED = (
-    ("acc", "acc", "value"),
-    ("worst_phase_crossfit", "worst_phase_crossfit", "value"),
-    ("lowest_phase", "lowest_phase", "value"),
-    ("gap", "gap", "value"),
-    ("gap_ci_low", "gap", "low"),
-    ("gap_ci_high", "gap", "high"),
-    ("p_value", "p_value", "value"),
-    ("dominant_period", "dominant_period", "value"),
-)
-
 
 # -- the tokenizer of the model under test --------------------------------------------------------
 
@@ -197,11 +182,11 @@ def phase_answer() -> Any:
         doc = {**state.metadata, "prompt": state.input_text}
         response = state.output.completion
         acc = float(answer_matches(response, str(doc["answer"])))
+        meta: dict[str, Any] = {"acc": acc}
         usage = state.output.usage
-        counted = None if usage is None else int(usage.input_tokens)
-        witness = [served_label(doc), counted]
-        meta: dict[str, Any] = {"acc": acc, SERVED_KEY: witness}
-        if served_state(doc, witness) != "disagree":  # else fed off its label: left out
+        if usage is not None:  # the provider's count of what it fed (none: no witness)
+            meta[SERVED_KEY] = [served_label(doc), int(usage.input_tokens)]
+        if served_state(doc, meta.get(SERVED_KEY)) != "disagree":  # else off its label: left out
             meta["record"] = list(scored_record(doc, acc, None))
         return Score(value=acc, answer=response, metadata=meta)
 
