@@ -4,11 +4,12 @@ frameworks' runs with one reader downstream.
 
 An Inspect sample of a phasebench task carries its split row in ``metadata`` (every field but
 the prompt, which is the sample's input), its response in ``output.completion``, and the score
-of :func:`phasebench.inspectai.phase_answer` (``acc``, and the witness ``served_verified``: the
-prompt token count phasebench labelled and the one the model's provider reported). Each is
-turned into the record lm-eval writes for the same doc (``doc``, ``doc_hash``, ``prompt_hash``,
-``target_hash``, ``filtered_resps``, ``acc``), so everything that reads lm-eval's samples
-(:func:`phasebench.samples.scored_record`, the leaderboard's re-scoring) reads it unchanged.
+of :func:`phasebench.inspectai._tasks.phase_answer` (``acc``, and the witness
+``served_verified``: the prompt token count phasebench labelled and the one the model's provider
+reported). Each is turned into the record lm-eval writes for the same doc (``doc``,
+``doc_hash``, ``prompt_hash``, ``target_hash``, ``filtered_resps``, ``acc``), so everything that
+reads lm-eval's samples (:func:`phasebench.samples.scored_record`, the leaderboard's
+re-scoring) reads it unchanged.
 
 A log comes from outside (a leaderboard submission), so it is read with bounds before Inspect's
 own reader (:func:`inspect_ai.log.read_eval_log`, which parses the zip's JSON into its pydantic

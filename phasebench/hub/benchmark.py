@@ -63,7 +63,7 @@ TASK_KEYS = ("id", "config", "split", "field_spec", "solvers", "scorers")
 FIELD_SPEC_KEYS = ("input", "target", "choices", "input_image", "metadata", "id")
 #: How Inspect reads a phasebench row: the prompt is the input, the answer the target, and the
 #: rest of the row the sample's metadata (phase, base item, length phase, ...), which the
-#: scorer and its phase statistics read (:func:`phasebench.inspectai.phase_answer`).
+#: scorer and its phase statistics read (:func:`phasebench.inspectai._tasks.phase_answer`).
 SOLVERS = ({"name": "generate"},)
 SCORERS = ({"name": "phasebench/phase_answer"},)
 

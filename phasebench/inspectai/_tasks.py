@@ -200,11 +200,21 @@ def _phase_task(family: str, **options: Any) -> Task:
             "does not give for every prompt (log probabilities of the top generated candidates "
             "only); run it with phasebench eval (lm-eval)"
         )
+    samples = split_samples(family, **options)
+    # prompts of several token counts in one batch would be padded on the left (Inspect's hf
+    # provider batches up to max_connections): then one at a time
+    counts = {int(s.metadata["length"]) for s in samples}
+    one_at_a_time = 1 if len(counts) > 1 else None
     return Task(
-        dataset=MemoryDataset(split_samples(family, **options), name=task_name(family)),
+        dataset=MemoryDataset(samples, name=task_name(family)),
         solver=generate(),
         scorer=phase_answer(),
-        config=GenerateConfig(max_tokens=MAX_GEN_TOKS, temperature=0.0, stop_seqs=["\n"]),
+        config=GenerateConfig(
+            max_tokens=MAX_GEN_TOKS,
+            temperature=0.0,
+            stop_seqs=["\n"],
+            max_connections=one_at_a_time,
+        ),  # fmt: skip
         epochs=1,
         version=1,
     )
