@@ -41,10 +41,13 @@ HUB_FRAMEWORKS = (
 )  # fmt: skip
 
 
-def writes_eval_yaml() -> bool:
-    """Whether a repository folder gets an ``eval.yaml``: only when the Hub accepts the
-    framework it would name (never a file the Hub refuses at push)."""
-    return EVALUATION_FRAMEWORK in HUB_FRAMEWORKS
+def writes_eval_yaml(index: Mapping[str, Any] | None = None) -> bool:
+    """Whether a repository folder (of ``index``, where given) gets an ``eval.yaml``: only when
+    the Hub accepts the framework it would name and the repository holds a task that framework
+    runs (never a file the Hub refuses at push)."""
+    if EVALUATION_FRAMEWORK not in HUB_FRAMEWORKS:
+        return False
+    return index is None or bool(eval_tasks(index))
 
 
 DESCRIPTION = (
@@ -99,13 +102,33 @@ def config_task_id(config: Mapping[str, Any]) -> str:
                    config.get("axis") or "needle", config.get("phases"))  # fmt: skip
 
 
+#: Why a family's boards are not tasks of the benchmark: Inspect AI, its framework, cannot run
+#: them as phasebench scores them (:func:`inspect_runs`).
+NOT_IN_INSPECT = (
+    "scored by the log-likelihoods of two choices, which Inspect AI does not give for every "
+    "prompt: not a task of the benchmark's eval.yaml"
+)
+
+
+def inspect_runs(family: str) -> bool:
+    """Whether Inspect AI runs ``family`` as phasebench scores it: a generation task (kv,
+    niah), not one scored by log-likelihoods (code; docs/inspect.md). The benchmark's tasks
+    and the Eval Results exports hold these families' boards only, so both name the same ids."""
+    from phasebench.families import get_family
+
+    return not get_family(family).has_margin
+
+
 def eval_tasks(index: Mapping[str, Any]) -> list[dict[str, str]]:
     """One task per board design (family x length x modulus x axis x phases) of a repository
     index (``phasebench.json``), in the index's order, each with the config it names and the
-    split."""
+    split; families Inspect AI cannot run as phasebench scores them are left out
+    (:func:`inspect_runs`)."""
     default = next((c for c in index["configs"] if c["name"] == index["default_config"]), None)
     chosen: dict[str, dict[str, Any]] = {}
     for config in index["configs"]:
+        if not inspect_runs(config["family"]):
+            continue
         tid = config_task_id(config)
         if tid not in chosen or (
             default is not None

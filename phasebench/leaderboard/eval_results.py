@@ -16,7 +16,8 @@ and the axis where it is not the needle's, so boards at modulus 4 and 12 never s
 * the date of the run and a link back to the board as the ``source``.
 
 Test fixtures (``fixture: true`` in ``submission.yaml``: a random or toy model that proves the
-pipeline) are never exported; they are named in ``skipped``. A row that cannot become a result
+pipeline) are never exported, nor are the boards of a family that is no task of the benchmark
+(code: :func:`phasebench.hub.benchmark.inspect_runs`); they are named in ``skipped``. A row that cannot become a result
 (no cross-fitted worst phase, a length that is not a count, a value that is not a number) is
 skipped with its reason and the entry's other rows are still written: one bad row never takes
 the entry's other boards with it; an entry none of whose rows can be exported is refused.
@@ -47,7 +48,7 @@ from phasebench.errors import HubError, OutputError, SubmissionsError
 from phasebench.families import get_family
 from phasebench.families import names as family_names
 from phasebench.formatting import format_interval, format_value
-from phasebench.hub.benchmark import task_id
+from phasebench.hub.benchmark import NOT_IN_INSPECT, inspect_runs, task_id
 from phasebench.leaderboard.score import CLAIMED_NOT_WITNESSED
 
 #: Marks a folder this module wrote: only such a folder (or an empty one) is replaced.
@@ -211,6 +212,11 @@ def entry_results(
         page, name = str(row.get("page")), str(row.get("board"))
         if row.get("fixture"):
             skipped.setdefault(page, {})[name] = FIXTURE
+            continue
+        if str(row.get("task", "")).removeprefix("phasebench_") in family_names() and not (
+            inspect_runs(str(row["task"]).removeprefix("phasebench_"))
+        ):
+            skipped.setdefault(page, {})[name] = NOT_IN_INSPECT
             continue
         try:
             entry = _entry(board, row, dataset_id, site_url)

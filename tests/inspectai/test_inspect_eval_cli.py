@@ -19,7 +19,7 @@ from support.inspect_runs import inspect_cli
 from support.lmeval import lm_eval
 from support.models import make_tiny_llama
 
-LENGTH, MODULUS, N_BASE = 64, 2, 4
+LENGTH, MODULUS, N_BASE = 128, 2, 4
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +78,7 @@ def test_inspect_eval_refuses_a_model_without_a_tokenizer(tmp_path):
     """An API provider names no tokenizer: the task is refused in one line saying to pass
     ``-T tokenizer=``, before any model is called."""
     with pytest.raises(RuntimeError) as failed:
-        inspect_cli(tmp_path, ["phasebench/kv", "--model", "mockllm/model", "-T", "length=64"],
+        inspect_cli(tmp_path, ["phasebench/kv", "--model", "mockllm/model", "-T", "length=128"],
                     timeout=300)  # fmt: skip
     text = " ".join(str(failed.value).split())  # Inspect wraps the line to its console
     assert "names none; pass -T tokenizer=" in text and "Traceback" not in text

@@ -49,8 +49,9 @@ def _newest_log(logs: Path) -> Path:
 def inspect_cli(work: Path, args: Sequence[str], timeout: int = 600) -> Path:
     """``inspect eval ARGS`` in ``work`` (logs in ``work/logs``); returns the log."""
     inspect = shutil.which("inspect", path=str(Path(sys.executable).parent))
+    # --display plain: a refusal's one line is printed (none would print nothing)
     command = [inspect or "inspect", "eval", *args, "--log-dir", str(work / "logs"),
-               "--display", "none"]  # fmt: skip
+               "--display", "plain"]  # fmt: skip
     proc = subprocess.run(command, cwd=work, env=_env(work), capture_output=True, text=True,
                           timeout=timeout)  # fmt: skip
     if proc.returncode != 0:
