@@ -17,7 +17,8 @@ and the axis where it is not the needle's, so boards at modulus 4 and 12 never s
 
 Test fixtures (``fixture: true`` in ``submission.yaml``: a random or toy model that proves the
 pipeline) are never exported, nor are the boards of a family that is no task of the benchmark
-(code: :func:`phasebench.hub.benchmark.inspect_runs`); they are named in ``skipped``. A row that cannot become a result
+(code: :func:`phasebench.hub.benchmark.inspect_runs`); they are named in ``skipped``.
+A row that cannot become a result
 (no cross-fitted worst phase, a length that is not a count, a value that is not a number) is
 skipped with its reason and the entry's other rows are still written: one bad row never takes
 the entry's other boards with it; an entry none of whose rows can be exported is refused.
