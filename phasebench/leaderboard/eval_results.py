@@ -272,8 +272,9 @@ def export_eval_results(
     Returns the files written. An entry that cannot be written inside ``out`` (a name that is
     not a plain Hub id or variant, or no row that can become a result) is left out and named in
     ``refused`` (its page: why); the others are written. A row left out of a written entry's
-    file (one that cannot become a result) or of a test fixture is named in ``skipped`` (page:
-    {board: why}). Two revisions of one model (and variant) each get a file, named with the
+    file (one that cannot become a result), of a test fixture or of a board that is no task of
+    the benchmark (an entry of code boards alone has no file, and is not refused) is named in
+    ``skipped`` (page: {board: why}). Two revisions of one model (and variant) each get a file, named with the
     revision."""
     import yaml
     from huggingface_hub import parse_eval_result_entries
@@ -282,7 +283,7 @@ def export_eval_results(
     skipped = {} if skipped is None else skipped
     results = entry_results(board, dataset_id, site_url, skipped)
     for page, boards in list(skipped.items()):
-        if page not in results and set(boards.values()) != {FIXTURE}:
+        if page not in results and not set(boards.values()) <= {FIXTURE, NOT_IN_INSPECT}:
             # an entry none of whose rows can be exported is refused, in one line
             refused[page] = "; ".join(f"{name}: {why}" for name, why in sorted(boards.items()))
             del skipped[page]
