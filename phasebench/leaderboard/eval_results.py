@@ -274,8 +274,8 @@ def export_eval_results(
     ``refused`` (its page: why); the others are written. A row left out of a written entry's
     file (one that cannot become a result), of a test fixture or of a board that is no task of
     the benchmark (an entry of code boards alone has no file, and is not refused) is named in
-    ``skipped`` (page: {board: why}). Two revisions of one model (and variant) each get a file, named with the
-    revision."""
+    ``skipped`` (page: {board: why}). Two revisions of one model (and variant) each get a file,
+    named with the revision."""
     import yaml
     from huggingface_hub import parse_eval_result_entries
 
