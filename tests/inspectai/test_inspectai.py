@@ -175,3 +175,33 @@ def test_an_inspect_run_packs_validates_and_appears_on_the_board(
     path.write_text(json.dumps(data))
     ((name, (problem,)),) = validate_all(bad_root, cache=tmp_path / "cache").refused
     assert problem.rule == "metric" and "phase_gap" in problem.message
+
+
+def test_reading_a_log_imports_nothing_it_names(scripted, tmp_path):
+    """A log names its solver, scorer, model and task file; reading it (as ``pack`` and
+    ``phasebench report`` do) imports none of them: a log naming a module of its own is read
+    with that module never imported."""
+    import sys
+
+    from inspect_ai.log import read_eval_log, write_eval_log
+
+    from phasebench.inspect_log import read_inspect_log
+
+    log_path, rows, _ = scripted
+    log = read_eval_log(str(log_path))
+    module = tmp_path / "evil_pkg_58.py"
+    module.write_text("raise SystemExit('imported')\n")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        log.eval.solver = "evil_pkg_58/solver"
+        log.eval.task_file = str(module)
+        log.eval.model = "evil_pkg_58/model"
+        log.plan.steps[0].solver = "evil_pkg_58/solver"
+        log.results.scores[0].scorer = "evil_pkg_58/scorer"
+        hostile = tmp_path / "hostile.eval"
+        write_eval_log(log, str(hostile))
+        run = read_inspect_log(hostile)
+        assert "evil_pkg_58" not in sys.modules
+        assert run.model == "evil_pkg_58/model" and len(run.samples) == len(rows)
+    finally:
+        sys.path.remove(str(tmp_path))
