@@ -7,10 +7,10 @@ accuracy as an independent binomial and the gap's null by the same draw at one a
 board tests the gap another way: phase labels permuted within each base item
 (:func:`phasebench.stats.summarize`'s ``p_value``). This script takes, for designs of base items
 x phases, the gap ``detectable_gap`` reports and measures the power of the board's own test at
-that gap, level :data:`~phasebench.stats.settings.ALPHA`, on the same least favourable profile at
+that gap, level :data:`~phasebench.design.settings.ALPHA`, on the same least favourable profile at
 50% accuracy (one phase at ``0.5 + gap/2``, one at ``0.5 - gap/2``, the others at 0.5), with and
 without item heterogeneity. The bound is conservative where that power is at least
-:data:`~phasebench.stats.settings.POWER` (up to Monte Carlo error).
+:data:`~phasebench.design.settings.POWER` (up to Monte Carlo error).
 
 Heterogeneity is a Gaussian latent per base item, shared by its phases (probit, intra-item
 correlation ``rho``): an outcome is 1 when ``sqrt(rho) z_item + sqrt(1 - rho) e < q_phase``,
@@ -31,10 +31,10 @@ import time
 import numpy as np
 from scipy import stats as sps
 
+from phasebench.design.settings import ALPHA, POWER
 from phasebench.rng import derive_rng
 from phasebench.stats import detectable_gap, power_curve
 from phasebench.stats.sequential import fast_gap_p
-from phasebench.stats.settings import ALPHA, POWER
 
 #: Designs: base items x phases (the shipped niah board's 168 x 8, a small one, the smallest
 #: design that is not preliminary, one between).

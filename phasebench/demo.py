@@ -120,7 +120,7 @@ def evaluate_models(
 ) -> Path:
     """Run lm-eval's ``hf`` backend on each reference model; per-sample logs under ``out``.
     ``folders`` maps a variant to its model folder (default: the committed weights)."""
-    from phasebench.lmeval import compat
+    from phasebench import lmeval_compat as compat
     from phasebench.reference import weights_dir
     from phasebench.reference.model import register_auto_classes
     from phasebench.resources import resource_dir

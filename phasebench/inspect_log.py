@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from phasebench.errors import DependencyError, LogError
-from phasebench.lmeval.compat import doc_hash, hash_string
+from phasebench.lmeval_compat import doc_hash, hash_string
 from phasebench.samples import SERVED_KEY
 
 __all__ = [

@@ -23,7 +23,7 @@ they can ask its declaration: the ranking's readers ask :data:`RANKING`.
 
 The bootstrap and permutation settings every computation shares (:data:`N_BOOT`,
 :data:`N_PERM`, :data:`SEED`, :data:`ALPHA`), the power a design is judged by and the phase-lock
-stride are defined in :mod:`phasebench.stats.settings`, below both the declarations and the
+stride are defined in :mod:`phasebench.design.settings`, below both the declarations and the
 statistics, and re-exported here.
 """
 
@@ -35,9 +35,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from phasebench.errors import StatsError
-from phasebench.registry import Registry
-from phasebench.stats.settings import (
+from phasebench.design.settings import (
     ALPHA,
     ALPHA_STRICT,
     LOCK_STRIDE,
@@ -47,6 +45,8 @@ from phasebench.stats.settings import (
     PRELIMINARY_GAP,
     SEED,
 )
+from phasebench.errors import StatsError
+from phasebench.registry import Registry
 
 __all__ = [
     "ALPHA",
@@ -228,7 +228,7 @@ def _weak_phase(summary: Mapping[str, Any]) -> Any:
 
 
 def _detectable(data: PhaseData) -> float:
-    from phasebench.stats.power import detectable_gap
+    from phasebench.design.power import detectable_gap
 
     units, phases = data.matrix.shape
     return detectable_gap(int(units), int(phases))

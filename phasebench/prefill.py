@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from phasebench.lmeval.compat import send_order
+from phasebench.lmeval_compat import send_order
 
 
 def shared_prefix(a: Sequence[int], b: Sequence[int]) -> int:
@@ -71,10 +71,10 @@ def adjacent_renderings(base_ids: Sequence[int]) -> bool:
 #
 # - ``stored_order``: the rows as the split stores them (every base item's renderings together);
 # - ``lm_eval_order``: as lm-eval's ``hf`` backend sends generation requests
-#   (``phasebench.lmeval.compat.send_order``, where the model of lm-eval's order lives). A group
+#   (``phasebench.lmeval_compat.send_order``, where the model of lm-eval's order lives). A group
 #   of requests is one prompt token count (``phasebench.lmeval.batching``: no row is padded on
 #   the left), so on the length-phase axis an item's renderings fall into P groups, sent one
-#   group after another. ``tests/lmeval/test_lmeval_contract.py`` checks the order on
+#   group after another. ``tests/test_lmeval_compat.py`` checks the order on
 #   lm-eval's ``hf`` backend itself, and ``tests/lmeval/test_request_order.py`` the figures
 #   of a whole split.
 #

@@ -1,57 +1,72 @@
-"""The package's layers import only downward, and only the command line parses arguments or
-prints. Read from the source (every import statement, function-level ones included), so a new
-import that points up fails here before it tangles anything."""
+"""The package's layers import only downward, its folders are one layer each, and only the
+command line parses arguments or prints. Read from the source (every import statement,
+function-level ones included), so a new import that points up fails here before it tangles
+anything.
+
+Each top-level module or subpackage of ``phasebench/`` is one *node* (``stats/``, ``metrics``).
+``docs/architecture.md`` declares the layers (its table "Layers (lowest first)", which this file
+reads) and draws the graph between the nodes (the block after ``<!-- drawn: ... -->``, which
+this file compares with the code); ``python tests/test_layers.py`` redraws it."""
 
 from __future__ import annotations
 
 import ast
+import importlib
+import re
+import sys
 from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parent.parent / "phasebench"
+from phasebench._moved import MOVED
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "phasebench"
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+#: The line before the drawn graph in ``docs/architecture.md``.
+DRAWN = "<!-- drawn: tests/test_layers.py -->"
+
+
+def node_of(module: str) -> str:
+    """The top-level module or subpackage a module belongs to: ``phasebench.stats.power`` ->
+    ``stats/``, ``phasebench.metrics`` -> ``metrics``."""
+    top = module.split(".")[1]
+    return f"{top}/" if (PACKAGE / top).is_dir() else top
+
+
+def declared_layers(text: str) -> list[tuple[str, tuple[str, ...]]]:
+    """``(layer, nodes)`` lowest first, from the architecture's layer table: its first column
+    names the layer, its second the nodes in backticks."""
+    section = text.split("## Layers (lowest first)", 1)[1].split("\n## ", 1)[0]
+    layers = []
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) >= 3 and cells[0] not in ("layer", "---"):
+            layers.append((cells[0], tuple(re.findall(r"`([^`]+)`", cells[1]))))
+    return layers
+
 
 #: Lowest first. A module may import from its own layer and those below it, never above.
-LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("base", ("phasebench._version", "phasebench.errors", "phasebench.rng",
-              "phasebench.resources", "phasebench.templates", "phasebench.atomic",
-              "phasebench.registry",
-              # lm-eval's boundary: every assumption about lm-eval, readable from any layer
-              "phasebench.lmeval.compat")),
-    ("core", ("phasebench.specs", "phasebench.rows", "phasebench.tokenization",
-              "phasebench.tokenizer_behaviour",
-              "phasebench.placement", "phasebench.families", "phasebench.build",
-              "phasebench.verification", "phasebench.inspection", "phasebench.prefill",
-              "phasebench.salting")),
-    ("analysis", ("phasebench.metrics", "phasebench.stats", "phasebench.formatting")),
-    ("formats", ("phasebench.samples", "phasebench.inspect_log")),
-    ("report", ("phasebench.report", "phasebench.plots", "phasebench.cache_reads")),
-    ("hub", ("phasebench.hub",)),
-    ("lmeval", ("phasebench.lmeval",)),
-    # Inspect AI's tasks: the lm-eval tasks' split engine and scoring, in Inspect
-    ("inspectai", ("phasebench.inspectai",)),
-    ("leaderboard", ("phasebench.leaderboard",)),
-    ("reference", ("phasebench.reference",)),
-    ("apps", ("phasebench.demo", "phasebench.sweep", "phasebench.kvpress", "phasebench.probe")),
-    ("cli", ("phasebench.cli", "phasebench.__main__")),
-]  # fmt: skip
+LAYERS: list[tuple[str, tuple[str, ...]]] = declared_layers(
+    ARCHITECTURE.read_text(encoding="utf-8")
+)
 
 
 def layer_of(module: str) -> int | None:
-    best, found = -1, None
-    for index, (_, prefixes) in enumerate(LAYERS):
-        for prefix in prefixes:
-            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best:
-                best, found = len(prefix), index
-    return found
+    """The index in :data:`LAYERS` of the layer the module's node is declared in."""
+    node = node_of(module)
+    return next((i for i, (_, nodes) in enumerate(LAYERS) if node in nodes), None)
 
 
 def modules() -> dict[str, Path]:
+    """Every module of the package by dotted name, the old paths of moved modules left out
+    (:data:`phasebench._moved.MOVED`: each *is* the module at its new path)."""
     out = {}
     for path in sorted(PACKAGE.rglob("*.py")):
         parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
         name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-        out[name] = path
+        if name not in MOVED:
+            out[name] = path
     return out
 
 
@@ -89,23 +104,40 @@ def runtime_imports(path: Path) -> list[tuple[int, str]]:
     return _imports_of(tree)
 
 
+def _resolved(path: Path, found: dict[str, Path]) -> list[tuple[int, str]]:
+    """``(line, module)`` of each package module ``path`` imports when it runs (a ``from a.b
+    import c`` counts as ``a.b``, or as ``a.b.c`` where that is a module)."""
+    out = []
+    for line, target in runtime_imports(path):
+        while target and target not in found:
+            target = target.rpartition(".")[0]
+        if target:
+            out.append((line, target))
+    return out
+
+
 def import_graph(found: dict[str, Path]) -> dict[str, set[str]]:
-    """Module -> the package modules it imports when it runs (a ``from a.b import c`` counts
-    as ``a.b``, or as ``a.b.c`` where that is a module)."""
-    graph: dict[str, set[str]] = {}
+    """Module -> the package modules it imports when it runs."""
+    return {
+        name: {target for _, target in _resolved(path, found) if target != name}
+        for name, path in found.items()
+    }
+
+
+def folder_graph(found: dict[str, Path]) -> dict[str, dict[str, list[str]]]:
+    """Node -> the nodes it imports when it runs -> where (``path:line imports module``)."""
+    graph: dict[str, dict[str, list[str]]] = {node_of(name): {} for name in found}
     for name, path in found.items():
-        targets = set()
-        for _, target in runtime_imports(path):
-            while target and target not in found:
-                target = target.rpartition(".")[0]
-            if target and target != name:
-                targets.add(target)
-        graph[name] = targets
+        for line, target in _resolved(path, found):
+            if node_of(target) != node_of(name):
+                shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path.name
+                where = f"{Path(shown).as_posix()}:{line} imports {target}"
+                graph[node_of(name)].setdefault(node_of(target), []).append(where)
     return graph
 
 
-def circles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected sets of more than one module (Tarjan): each is an import circle."""
+def circles(graph: dict[str, set[str]] | dict[str, dict[str, list[str]]]) -> list[list[str]]:
+    """The strongly connected sets of more than one node (Tarjan): each is an import circle."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -136,9 +168,64 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+def circle_edges(graph: dict[str, dict[str, list[str]]]) -> list[str]:
+    """Every edge inside a circle of the folder graph, with the imports that make it."""
+    lines = []
+    for group in circles(graph):
+        lines.append(f"these import one another in a circle: {', '.join(group)}")
+        for node in group:
+            for other in sorted(set(graph[node]) & set(group)):
+                lines.append(f"  {node} -> {other}: {'; '.join(graph[node][other])}")
+    return lines
+
+
+def floors(graph: dict[str, dict[str, list[str]]]) -> dict[str, int]:
+    """0 for a node that imports no other, else one above the highest node it imports (the
+    graph has no circle)."""
+    found: dict[str, int] = {}
+
+    def floor(node: str) -> int:
+        if node not in found:
+            found[node] = 1 + max((floor(other) for other in graph[node]), default=-1)
+        return found[node]
+
+    for node in graph:
+        floor(node)
+    return found
+
+
+def drawing(graph: dict[str, dict[str, list[str]]]) -> str:
+    """The graph as ``docs/architecture.md`` draws it: one line per node, by layer, lowest
+    first, and within a layer by floor, each with the nodes it imports; every node's imports
+    stand above it."""
+    floor = floors(graph)
+    rows = [("layer", "module", "imports")]
+    for layer, nodes in LAYERS:
+        for node in sorted(nodes, key=lambda n: (floor.get(n, 0), n)):
+            rows.append((layer, node, ", ".join(sorted(graph.get(node, ()))) or "-"))
+    widths = [max(len(row[i]) for row in rows) for i in range(2)]
+    return "\n".join(
+        f"{row[0]:<{widths[0]}}  {row[1]:<{widths[1]}}  {row[2]}".rstrip() for row in rows
+    )
+
+
+def drawn(text: str) -> str:
+    """The fenced block after :data:`DRAWN` in ``docs/architecture.md``."""
+    after = text.split(DRAWN, 1)[1]
+    return after.split("```text\n", 1)[1].split("\n```", 1)[0]
+
+
+def _package_graph() -> dict[str, dict[str, list[str]]]:
+    return folder_graph({n: p for n, p in modules().items() if n != "phasebench"})
+
+
 def test_every_module_has_a_layer():
-    missing = [m for m in modules() if m != "phasebench" and layer_of(m) is None]
-    assert not missing, f"assign these modules to a layer in tests/test_layers.py: {missing}"
+    nodes = {node_of(m) for m in modules() if m != "phasebench"}
+    declared = [node for _, members in LAYERS for node in members]
+    missing = sorted(nodes - set(declared))
+    assert not missing, f"add these to a layer of docs/architecture.md's table: {missing}"
+    assert sorted(set(declared) - nodes) == [], "the layer table names what is not a module"
+    assert len(declared) == len(set(declared)), "a module is in two layers of the table"
 
 
 def test_layers_only_import_downward():
@@ -168,8 +255,25 @@ def test_no_import_circle():
     assert not circles(import_graph(found)), circles(import_graph(found))
 
 
+def test_each_folder_is_one_layer():
+    """No circle between the top-level modules and subpackages: a reader who opens ``lmeval/``
+    or ``stats/`` finds one floor of the house, and what it imports is all below it."""
+    assert circle_edges(_package_graph()) == []
+
+
+def test_the_architecture_draws_the_import_graph():
+    """``docs/architecture.md`` draws the graph between the folders once, and it is this one
+    (``python tests/test_layers.py`` redraws it)."""
+    expected = drawing(_package_graph())
+    assert drawn(ARCHITECTURE.read_text(encoding="utf-8")) == expected, (
+        "docs/architecture.md's import graph differs from the code's; redraw it with "
+        "`python tests/test_layers.py`:\n" + expected
+    )
+
+
 def test_the_circle_check_sees_a_circle(tmp_path):
-    """The checker itself: a function-level import back is a circle, a TYPE_CHECKING one is not."""
+    """The checker itself: a function-level import back is a circle, a TYPE_CHECKING one is not;
+    between folders, the edges of the circle are named with the imports that make them."""
     (tmp_path / "a.py").write_text("from phasebench.b import f\n")
     (tmp_path / "b.py").write_text("def f():\n    from phasebench.a import g\n")
     (tmp_path / "c.py").write_text(
@@ -180,6 +284,51 @@ def test_the_circle_check_sees_a_circle(tmp_path):
     graph = import_graph(found)
     assert circles(graph) == [["phasebench.a", "phasebench.b"]]
     assert graph["phasebench.c"] == set()
+    # two real folders of the package, tied by made-up modules in each
+    stats, lmeval = tmp_path / "stats.py", tmp_path / "lmeval.py"
+    stats.write_text("import phasebench.lmeval.tasks\n")
+    lmeval.write_text("def f():\n    from phasebench.stats.x import y\n")
+    tied = {"phasebench.stats.x": stats, "phasebench.lmeval.tasks": lmeval}
+    lines = [line.split(": ", 1)[0] for line in circle_edges(folder_graph(tied))]
+    assert lines == [
+        "these import one another in a circle",
+        "  lmeval/ -> stats/",
+        "  stats/ -> lmeval/",
+    ]
+    assert "lmeval.py:2 imports phasebench.stats.x" in circle_edges(folder_graph(tied))[1]
+
+
+def test_no_module_imports_an_old_path():
+    """The old paths of moved modules are for users' code only: the package, the benchmarks and
+    the tests import the new paths, so dropping the old ones breaks nothing."""
+    offenders = []
+    for path in sorted([*PACKAGE.rglob("*.py"), *(ROOT / "benchmarks").rglob("*.py"),
+                        *(ROOT / "tests").rglob("*.py")]):  # fmt: skip
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                named = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                # ``from phasebench.lmeval import compat`` names the module as well
+                named = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            else:
+                continue
+            for target in named:
+                if any(target == old or target.startswith(old + ".") for old in MOVED):
+                    offenders.append(f"{path.relative_to(ROOT)}:{node.lineno} imports {target}")
+    assert not offenders, offenders
+
+
+@pytest.mark.parametrize("old", sorted(MOVED))
+def test_an_old_path_is_the_moved_module_with_a_warning(old):
+    """Code that imports a moved module by its old path keeps working for one release: it gets
+    the module itself (the same object, so private names and monkeypatches behave) and a
+    DeprecationWarning that names the new path; the CHANGELOG says it moved."""
+    new = importlib.import_module(MOVED[old])
+    sys.modules.pop(old, None)
+    with pytest.warns(DeprecationWarning, match=re.escape(f"import {MOVED[old]}")):
+        module = importlib.import_module(old)
+    assert module is new
+    assert f"`{old}`" in (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("forbidden", ["argparse", "print"])
@@ -239,3 +388,9 @@ def test_no_module_does_several_jobs_by_its_length():
         if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
     }
     assert not long, long
+
+
+if __name__ == "__main__":  # redraw docs/architecture.md's import graph from the code
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    old = drawn(text)
+    ARCHITECTURE.write_text(text.replace(old, drawing(_package_graph()), 1), encoding="utf-8")

@@ -116,9 +116,9 @@ def _own_options(tokens: list[str]) -> tuple[bool, float | None, list[str]]:
     import contextlib
     import io
 
+    from phasebench import lmeval_compat as compat
     from phasebench.cli import _args
     from phasebench.errors import EvalError
-    from phasebench.lmeval import compat
 
     own = argparse.ArgumentParser(
         add_help=False, allow_abbrev=False, prog="phasebench eval", exit_on_error=False

@@ -60,7 +60,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="kv, niah: render only these residues mod P on each varied axis, as residues and "
         "start:stop[:step] ranges, e.g. 0:128:16,125:128 (still paired and matched)",
     )
-    _args.seed(gen, "seed of every random stream")
+    _args.seed(gen, "the split's seed (of every random stream it is drawn from)")
     gen.add_argument("--haystack", default=None, help="niah: a UTF-8 text file to use as haystack")
     _args.out(gen, "output folder (one sub-folder per config)", required=True)
     _args.num_proc(gen, "worker processes (same bytes)")

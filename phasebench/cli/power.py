@@ -14,7 +14,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "power",
         help="base items needed to detect a phase gap",
         description="Base items per split needed so the permutation gap test detects GAP at "
-        "average accuracy ACC (simulation; conservative, see phasebench.stats.power_n_base).",
+        "average accuracy ACC (simulation; conservative, see phasebench.design.power_n_base).",
     )
     pw.add_argument("--acc", type=float, required=True, help="average accuracy, e.g. 0.9")
     pw.add_argument("--gap", type=float, required=True, help="best - lowest phase, e.g. 0.06")

@@ -72,7 +72,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     _args.length(sw, "kv prompt length", default=SWEEP_LENGTH)
     _args.n_base(sw, "base items (x 24 phases)", default=SWEEP_N_BASE)
-    _args.seed(sw, "evaluation seed")
+    _args.seed(sw, "the split's seed (the kv split every model of the sweep is evaluated on)")
     sw.add_argument(
         "--no-train",
         action="store_true",

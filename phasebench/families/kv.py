@@ -11,12 +11,16 @@ the prompt is the needle.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from phasebench import templates
 from phasebench.families import needle as engine
 from phasebench.rng import derive_rng
-from phasebench.specs import SplitSpec
+
+if TYPE_CHECKING:  # annotations only: a family reads nothing of specs when it runs
+    from phasebench.specs import SplitSpec
 
 KEY_SPACE = 26**3 * 1000
 _LETTERS = np.array(list("abcdefghijklmnopqrstuvwxyz"))

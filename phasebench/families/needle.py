@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -38,8 +38,10 @@ from phasebench.placement import (
 )
 from phasebench.prefill import PromptPieces
 from phasebench.rng import derive_rng
-from phasebench.specs import SplitSpec
 from phasebench.tokenization import FillerTable, PhaseTokenizer, build_filler_table, check_seams
+
+if TYPE_CHECKING:  # annotations only: a family reads nothing of specs when it runs
+    from phasebench.specs import SplitSpec
 
 MAX_NEEDLE_DRAWS = 1000
 

@@ -24,6 +24,7 @@ import functools
 import hashlib
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import jinja2.meta
 import numpy as np
@@ -33,8 +34,10 @@ from phasebench import templates
 from phasebench.errors import AssemblyError, SpecError
 from phasebench.families import needle as engine
 from phasebench.rng import derive_rng
-from phasebench.specs import SplitSpec
 from phasebench.tokenization import PhaseTokenizer
+
+if TYPE_CHECKING:  # annotations only: a family reads nothing of specs when it runs
+    from phasebench.specs import SplitSpec
 
 #: Inline section-break filler, in order of preference (the first that grows by exactly one
 #: token per unit on the tokenizer is used).

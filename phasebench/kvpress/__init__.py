@@ -28,6 +28,6 @@ __all__ = ["MODEL_TYPE", "register_model_type"]
 def register_model_type() -> None:
     """Make ``--model phasebench-kvpress`` known to lm-eval's model registry (idempotent); the
     class is imported on first use."""
-    from phasebench.lmeval.compat import register_model
+    from phasebench.lmeval_compat import register_model
 
     register_model(MODEL_TYPE, _TARGET)

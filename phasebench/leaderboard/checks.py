@@ -18,8 +18,8 @@ from phasebench.leaderboard.collect import RawSubmission, Refused
 from phasebench.leaderboard.excerpts import Collector
 from phasebench.leaderboard.regenerate import Regenerator
 from phasebench.leaderboard.staged import check_prefix, doc_limit, replay
-from phasebench.lmeval.compat import DEFAULT_MAX_GEN_TOKS, doc_hash, hash_string
 from phasebench.lmeval.data import relabel
+from phasebench.lmeval_compat import DEFAULT_MAX_GEN_TOKS, doc_hash, hash_string
 from phasebench.rows import config_length
 from phasebench.samples import (
     SERVED_KEY,
@@ -158,7 +158,7 @@ def expected_context(
     if isinstance(template, str) and template in doc:
         text = doc[template]
     elif isinstance(template, str) and "{{" in template:
-        from phasebench.lmeval.compat import apply_template
+        from phasebench.lmeval_compat import apply_template
 
         text = apply_template(template, doc)
     else:

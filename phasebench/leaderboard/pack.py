@@ -131,7 +131,7 @@ def _results_of_inspect(run: Any) -> dict[str, Any]:
 
     from phasebench.inspect_log import FRAMEWORK, REPORTED, lm_eval_metric
     from phasebench.leaderboard.schema import known_tasks
-    from phasebench.lmeval.compat import hash_string
+    from phasebench.lmeval_compat import hash_string
     from phasebench.lmeval.tasks import MAX_GEN_TOKS
 
     task = run.task

@@ -15,7 +15,7 @@ import jsonschema
 from phasebench.families import names as family_names
 from phasebench.families import task_name
 from phasebench.leaderboard.collect import RawSubmission, Refused
-from phasebench.lmeval.compat import task_yaml
+from phasebench.lmeval_compat import task_yaml
 from phasebench.resources import resource_dir
 
 #: Versions as lm-eval and transformers write them into results (anything else is shown as
@@ -34,7 +34,7 @@ def known_tasks(tasks_dir: Path | None = None) -> dict[str, str]:
     (:func:`phasebench.families.names`: the built-in ones and any registered in this process),
     each version as lm-eval writes it into ``versions`` of its results: read from the task's
     YAML in ``tasks_dir`` (default: the shipped ``tasks/``) with its includes merged by lm-eval's
-    own loader (:func:`phasebench.lmeval.compat.task_yaml`), and, for a
+    own loader (:func:`phasebench.lmeval_compat.task_yaml`), and, for a
     registered family whose task YAML lives in a folder of its own, the version of the shared
     ``_phasebench_common.yaml`` that every phasebench task includes (its scoring's version)."""
     folder = Path(tasks_dir) if tasks_dir else resource_dir("tasks")

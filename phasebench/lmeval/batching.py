@@ -11,7 +11,7 @@ lengths meet in one batch whenever a run holds several lengths: the length-phase
 lm-eval never puts two generation requests with different generation arguments into one batch
 (its ``Collator`` groups ``generate_until`` requests by their ``gen_kwargs`` before it cuts
 batches, in the ``hf`` backend and in every backend built on it: the assumption
-:data:`phasebench.lmeval.compat.GENERATION_GROUPED_BY` states, and its contract test checks).
+:data:`phasebench.lmeval_compat.GENERATION_GROUPED_BY` states, and its contract test checks).
 So every phasebench generation request carries one more stop sequence that names its prompt's
 token count: the task's first stop sequence followed by :data:`MARKER`. Generation stops at the
 first stop sequence found, and the added one begins with the first, so it can never stop a

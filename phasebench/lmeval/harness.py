@@ -93,7 +93,7 @@ def requested_families(tasks: Sequence[str]) -> list[str]:
 def _own_tasks(ns: Any) -> bool:
     """Whether every ``--tasks`` name is one of phasebench's (then lm-eval need not index its
     own task files to find them)."""
-    from phasebench.lmeval import compat
+    from phasebench import lmeval_compat as compat
 
     tasks = ns.tasks if isinstance(ns.tasks, list | tuple) else [ns.tasks or ""]
     names = {t.strip() for item in tasks for t in str(item).split(",") if t.strip()}
@@ -116,7 +116,7 @@ def model_max_length(model_args: Mapping[str, Any], backend: str | None = None) 
             return _context(model_args, key, 0)
     import transformers
 
-    from phasebench.lmeval import compat
+    from phasebench import lmeval_compat as compat
     from phasebench.lmeval.data import tokenizer_source
     from phasebench.tokenization import check_reachable, gguf_problem, load_tokenizer
 
@@ -371,7 +371,7 @@ def run_eval(
 
     Returns where lm-eval put this run's per-sample logs, found by comparing the output folder
     before and after (lm-eval names them by the moment it saves, which it does not return)."""
-    from phasebench.lmeval import compat
+    from phasebench import lmeval_compat as compat
 
     compat.check_version()
     args = list(argv)

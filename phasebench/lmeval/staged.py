@@ -5,7 +5,7 @@ Each look is one ordinary ``phasebench eval`` run of the same arguments with lm-
 ``--limit`` set to the look's base items times the prompts per base item, and ``--use_cache``
 on one cache file, so a prompt answered at an earlier look is read from the cache, never sent
 again. ``--limit N`` takes the first N documents in the task's order
-(:func:`phasebench.lmeval.compat.first_documents`), and a phasebench split stores its rows base
+(:func:`phasebench.lmeval_compat.first_documents`), and a phasebench split stores its rows base
 item after base item, every rendering of an item together: the first N documents are all the
 renderings of the first N / (rows per item) base items. That is checked on the rows before the first
 look, not assumed. The task metadata gains ``n_base`` (the whole design's), so the run's
@@ -31,7 +31,7 @@ from phasebench.stats.sequential import Decision
 #: The file beside lm-eval's output that records a staged run.
 STAGED_NAME = "staged.json"
 #: lm-eval's cache prefix, inside the output folder (the file it writes:
-#: :func:`phasebench.lmeval.compat.cache_file`).
+#: :func:`phasebench.lmeval_compat.cache_file`).
 CACHE_NAME = "lm_eval_cache"
 
 Events = Callable[[str], None]
@@ -146,13 +146,13 @@ def run_staged(
     """Run the looks of ``argv`` (lm-eval ``run`` arguments, as ``phasebench eval`` takes them)
     until the design stops; ``futility_gap`` (a fraction) also stops when the gap's interval
     ends below it. The model is loaded at the first look and every later look reuses it
-    (:func:`phasebench.lmeval.compat.reusing_models`); ``reuse_model=False`` loads it at every
+    (:func:`phasebench.lmeval_compat.reusing_models`); ``reuse_model=False`` loads it at every
     look, as phasebench did before (``benchmarks/staged_load.py`` measures the difference)."""
     import contextlib
     import importlib.util
 
+    from phasebench import lmeval_compat as compat
     from phasebench.atomic import atomic_write_text, make_folder
-    from phasebench.lmeval import compat
     from phasebench.lmeval.harness import output_folder
     from phasebench.stats.sequential import BOUNDARY
 
@@ -216,7 +216,7 @@ def _looks(
 ) -> tuple[Decision | None, list[dict[str, Any]], tuple[Path, ...]]:
     """Run the looks in order until the design stops: the decision, every look's record and
     the samples files of the last look."""
-    from phasebench.lmeval import compat
+    from phasebench import lmeval_compat as compat
     from phasebench.lmeval.harness import run_eval
     from phasebench.report import build_report, runs_from_files
     from phasebench.stats.sequential import BOUNDARY, decide

@@ -166,9 +166,9 @@ def task_dataset(family: str, **kwargs: Any):
     """
     import datasets
 
-    from phasebench.lmeval.compat import under_lm_eval_cli
     from phasebench.lmeval.data import provenance, resolve_split
     from phasebench.lmeval.metadata import check_keys
+    from phasebench.lmeval_compat import under_lm_eval_cli
 
     try:
         check_keys(kwargs, strict=False)  # model arguments share the mapping: near misses only
@@ -291,7 +291,7 @@ class _PhaseTaskBase:
     """Mixin body of :func:`PhaseTask`; kept apart so importing this module needs no lm-eval."""
 
     def __init__(self, *args: Any, config: dict | None = None, **kwargs: Any) -> None:
-        from phasebench.lmeval import compat
+        from phasebench import lmeval_compat as compat
 
         config = {k: v for k, v in (config or {}).items() if k != "class"}
         super().__init__(*args, config=config, **kwargs)  # type: ignore[call-arg]
@@ -323,7 +323,7 @@ class _PhaseTaskBase:
         """lm-eval's requests for ``doc``; a generation request also names its prompt's token
         count among its stop sequences, so lm-eval batches it only with prompts of the same
         count and never pads it on the left (:mod:`phasebench.lmeval.batching`)."""
-        from phasebench.lmeval import compat
+        from phasebench import lmeval_compat as compat
         from phasebench.lmeval.batching import one_length_per_batch
 
         requests = super().construct_requests(doc, ctx, **kwargs)  # type: ignore[misc]
@@ -338,7 +338,7 @@ class _PhaseTaskBase:
 
 
 def _make_phase_task():
-    from phasebench.lmeval import compat
+    from phasebench import lmeval_compat as compat
 
     base = compat.configurable_task()
     return type("PhaseTask", (_PhaseTaskBase, base), {"__module__": __name__})

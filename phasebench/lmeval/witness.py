@@ -108,7 +108,7 @@ def witnessed_backend(backend: str) -> str:
 def register_witnessed_backends() -> None:
     """Make ``--model phasebench-local-completions`` etc. load the witnessing subclasses,
     imported only when a run names them."""
-    from phasebench.lmeval.compat import register_model
+    from phasebench.lmeval_compat import register_model
 
     for backend, name in WITNESSED_BACKENDS.items():
         register_model(name, f"{__name__}:{_CLASS_NAMES[backend]}")

@@ -57,7 +57,7 @@ def plan_for_model(
     """The checked shifts for the tokenizer the backend loads (``tokenizer=``, ``pretrained=``
     or ``model=`` of ``--model_args``, with ``gguf_file``, ``add_bos_token``, ... applied as the
     backend applies them), refused if the longest one plus the answer exceeds the context."""
-    from phasebench.lmeval import compat
+    from phasebench import lmeval_compat as compat
     from phasebench.lmeval.data import tokenizer_source
     from phasebench.lmeval.harness import model_max_length
     from phasebench.probe.shifts import chat_frame

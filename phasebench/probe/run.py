@@ -78,7 +78,7 @@ def ask(
 ) -> list[Answer]:
     """Every rendering of ``plan``, answered by the model (see the module docstring). With
     ``progress`` one bar counts the shifts; lm-eval's own bar of each call is off."""
-    from phasebench.lmeval import compat
+    from phasebench import lmeval_compat as compat
 
     compat.check_version()
     if model == "phasebench-kvpress":

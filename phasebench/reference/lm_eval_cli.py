@@ -11,7 +11,7 @@ from __future__ import annotations
 
 
 def main() -> None:
-    from phasebench.lmeval import compat
+    from phasebench import lmeval_compat as compat
     from phasebench.reference.model import register_auto_classes
 
     register_auto_classes()

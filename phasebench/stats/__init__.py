@@ -23,13 +23,15 @@ One module per job: :mod:`~phasebench.stats.intervals` (Wilson, t, the paired bo
 :mod:`~phasebench.stats.crossfit` (the cross-fitted worst phase), :mod:`~phasebench.stats.periods`
 (folds, spectrum, period and the periods the data are consistent with, phase-lock rate),
 :mod:`~phasebench.stats.compare` (two runs of one split: the difference in gap and worst phase,
-paired), :mod:`~phasebench.stats.power` (base items needed),
-:mod:`~phasebench.stats.cache` (two reads of the same prompts, warm against cold or salted
+paired), :mod:`~phasebench.stats.cache` (two reads of the same prompts, warm against cold or salted
 against plain: agreement and the exact McNemar test),
 :mod:`~phasebench.stats.summary` (every statistic of one phase matrix: :func:`summarize`) and
 :mod:`~phasebench.stats.paired` (every number of a set of scored samples:
 :func:`summarize_samples`, the one entry point the lm-eval aggregates, ``phasebench report`` and
-the leaderboard call). Import from here; the submodules' layout is not part of the API.
+the leaderboard call). The power of the gap test (``power_n_base``, ``power_curve``,
+``detectable_gap``) lives below both this package and :mod:`phasebench.metrics`, in
+:mod:`phasebench.design.power`, and is re-exported here. Import from here; the submodules'
+layout is not part of the API.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ _LAZY = {
     "compare_runs": "phasebench.stats.compare",
     "consistent_periods": "phasebench.stats.periods",
     "crossfit_worst": "phasebench.stats.crossfit",
-    "detectable_gap": "phasebench.stats.power",
+    "detectable_gap": "phasebench.design.power",
     "divisors": "phasebench.stats.periods",
     "dominant_period": "phasebench.stats.periods",
     "fold": "phasebench.stats.periods",
@@ -55,8 +57,8 @@ _LAZY = {
     "phase_lock_rate": "phasebench.stats.periods",
     "paired_agreement": "phasebench.stats.cache",
     "phase_matrix": "phasebench.stats.summary",
-    "power_curve": "phasebench.stats.power",
-    "power_n_base": "phasebench.stats.power",
+    "power_curve": "phasebench.design.power",
+    "power_n_base": "phasebench.design.power",
     "summarize": "phasebench.stats.summary",
     "summarize_samples": "phasebench.stats.paired",
     "wilson": "phasebench.stats.intervals",

@@ -16,17 +16,6 @@ from phasebench.errors import StatsError
 _BLOCK_ELEMENTS = 2_000_000
 
 
-def _check_modulus(modulus: int) -> int:
-    if int(modulus) != modulus or modulus < 2:
-        raise StatsError(f"modulus must be an integer >= 2 (got {modulus!r})")
-    return int(modulus)
-
-
-def _check_alpha(alpha: float) -> None:
-    if not 0 < alpha < 1:
-        raise StatsError(f"alpha must be in (0, 1) (got {alpha})")
-
-
 def _check_matrix(matrix: np.ndarray, binary: bool) -> np.ndarray:
     m = np.asarray(matrix, dtype=float)
     if m.ndim != 2 or m.shape[1] < 2:

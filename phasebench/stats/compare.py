@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from phasebench.design.settings import ALPHA, N_BOOT, N_PERM, SEED
 from phasebench.errors import StatsError
 from phasebench.metrics import RANKING
 from phasebench.rng import derive_rng
@@ -30,7 +31,6 @@ from phasebench.stats.crossfit import CROSSFIT_BOOT_SPLITS, CROSSFIT_SPLITS, _ra
 from phasebench.stats.intervals import _percentile
 from phasebench.stats.paired import top_axis, unit_matrix
 from phasebench.stats.records import ScoredRecord
-from phasebench.stats.settings import ALPHA, N_BOOT, N_PERM, SEED
 
 #: Half-splits of the worst phase's permutation statistic (see :func:`compare_runs`).
 PERM_SPLITS = 20

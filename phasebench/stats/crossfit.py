@@ -6,10 +6,10 @@ import math
 
 import numpy as np
 
+from phasebench.design.settings import ALPHA, N_BOOT, SEED
 from phasebench.rng import derive_rng
 from phasebench.stats._common import _BLOCK_ELEMENTS, _quiet, _ratio
 from phasebench.stats.intervals import _percentile
-from phasebench.stats.settings import ALPHA, N_BOOT, SEED
 
 #: Random half-splits averaged into the cross-fitted worst phase's point estimate, and into
 #: each of its bootstrap replicates (fewer there, for speed: with 4 the interval's measured

@@ -9,9 +9,10 @@ import math
 import numpy as np
 from scipy import stats as sps
 
+from phasebench.design.checks import check_alpha
+from phasebench.design.settings import ALPHA
 from phasebench.errors import StatsError
-from phasebench.stats._common import _check_alpha, _ratio
-from phasebench.stats.settings import ALPHA
+from phasebench.stats._common import _ratio
 
 
 def wilson(k: float, n: float, alpha: float = ALPHA) -> tuple[float, float]:
@@ -23,7 +24,7 @@ def wilson(k: float, n: float, alpha: float = ALPHA) -> tuple[float, float]:
     exact test) with ``z`` from :func:`scipy.stats.norm.isf`. ``n == 0`` gives ``(0.0, 1.0)``:
     no information, which is also the limit of the formula.
     """
-    _check_alpha(alpha)
+    check_alpha(alpha)
     n_int, k_int = int(round(n)), int(round(k))
     if n_int < 0 or k_int < 0 or k_int > n_int:
         raise StatsError(f"wilson needs 0 <= k <= n (got k={k}, n={n})")

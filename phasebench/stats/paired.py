@@ -13,12 +13,12 @@ from typing import Any
 
 import numpy as np
 
+from phasebench.design.settings import ALPHA, N_BOOT, N_PERM, SEED
 from phasebench.errors import StatsError
 from phasebench.metrics import PhaseData, statistics
 from phasebench.stats._common import _jsonable
 from phasebench.stats.periods import divisors, phase_lock_rate
 from phasebench.stats.records import ScoredRecord
-from phasebench.stats.settings import ALPHA, N_BOOT, N_PERM, SEED
 from phasebench.stats.summary import phase_matrix, summarize
 
 

@@ -9,9 +9,9 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import stats as sps
 
+from phasebench.design.settings import ALPHA, ALPHA_STRICT
 from phasebench.errors import StatsError
 from phasebench.stats._common import _quiet
-from phasebench.stats.settings import ALPHA, ALPHA_STRICT
 
 
 def divisors(modulus: int) -> list[int]:

@@ -21,13 +21,13 @@ from collections.abc import Hashable, Sequence
 
 import numpy as np
 
+from phasebench.design.settings import ALPHA, N_BOOT, SEED
 from phasebench.errors import StatsError
 from phasebench.metrics import RANKING
 from phasebench.rng import derive_rng
 from phasebench.stats._common import _BLOCK_ELEMENTS, _quiet, _ratio
 from phasebench.stats.compare import _blocks, _crossfit
 from phasebench.stats.crossfit import CROSSFIT_BOOT_SPLITS, _random_halves
-from phasebench.stats.settings import ALPHA, N_BOOT, SEED
 
 #: What a board may be ranked by: the ranking statistic, or the average.
 RANKED = (RANKING.key, "acc")

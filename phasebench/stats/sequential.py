@@ -33,8 +33,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from phasebench.design.settings import ALPHA, N_BOOT, N_PERM
 from phasebench.errors import StatsError
-from phasebench.stats.settings import ALPHA, N_BOOT, N_PERM
 
 #: The looks, as fractions of the fixed design's base items (a prefix of them each time).
 STAGE_FRACTIONS = (0.125, 0.25, 0.5, 1.0)

@@ -9,12 +9,12 @@ from typing import Any
 
 import numpy as np
 
+from phasebench.design.checks import check_alpha, check_modulus
+from phasebench.design.settings import ALPHA, N_BOOT, N_PERM, SEED
 from phasebench.errors import StatsError
 from phasebench.rng import derive_rng
 from phasebench.stats._common import (
-    _check_alpha,
     _check_matrix,
-    _check_modulus,
     _jsonable,
     _quiet,
     _ratio,
@@ -37,7 +37,6 @@ from phasebench.stats.periods import (
     period_spectrum,
 )
 from phasebench.stats.permutation import cochran_q, gap_p_value
-from phasebench.stats.settings import ALPHA, N_BOOT, N_PERM, SEED
 
 
 def phase_matrix(
@@ -52,7 +51,7 @@ def phase_matrix(
     streams, which index rows, do not depend on the order lm-eval happened to write samples in.
     A (base item, phase) pair given twice is an error: it would silently weight one item double.
     """
-    modulus = _check_modulus(modulus)
+    modulus = check_modulus(modulus)
     if not (len(base_ids) == len(phases) == len(values)):
         raise StatsError(
             "base_ids, phases and values must have the same length "
@@ -136,7 +135,7 @@ class PhaseSummary:
     #: on the bootstrap covariance, see :func:`dominant_period`).
     period_fit_p: dict[int, float] = field(default_factory=dict)
     #: Every period the data are consistent with, ``dominant_period`` first: the periods the
-    #: rule names at ``alpha`` and at :data:`~phasebench.stats.settings.ALPHA_STRICT`
+    #: rule names at ``alpha`` and at :data:`~phasebench.design.settings.ALPHA_STRICT`
     #: (:func:`consistent_periods`); empty where none is named. Two entries mean the data do
     #: not decide between them.
     consistent_periods: list[int] = field(default_factory=list)
@@ -182,7 +181,7 @@ def summarize(
       ``consistent_periods``: it and any other period the data are consistent with.
     """
     m = _check_matrix(matrix, binary)
-    _check_alpha(alpha)
+    check_alpha(alpha)
     if n_boot < 0 or n_perm < 0:
         raise StatsError(f"n_boot and n_perm must be >= 0 (got {n_boot}, {n_perm})")
     n, modulus = m.shape

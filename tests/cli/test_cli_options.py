@@ -140,6 +140,8 @@ def test_seed_is_the_splits_seed_wherever_it_appears():
     for command, meaning in found.items():
         if meaning == "split":
             assert _option(command, "--seed").default == SPLIT_SEED, command
+            # and its help says so (``reference sweep``'s once read "evaluation seed")
+            assert "split" in _option(command, "--seed").help, command
 
 
 @pytest.mark.parametrize(

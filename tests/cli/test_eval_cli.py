@@ -247,7 +247,7 @@ def test_seed_is_the_splits_seed_and_lm_evals_seeds_have_their_own_name():
     own parser reads it); lm-eval's four seeds go to lm-eval as its ``--seed`` from
     ``--lm_eval_seed``."""
     from phasebench.cli.eval import _own_options
-    from phasebench.lmeval.compat import parse_run_args
+    from phasebench.lmeval_compat import parse_run_args
 
     argv = ["--model", "hf", "--tasks", "phasebench_kv", "--metadata", '{"n_base": 16}']
     staged, futility, rest = _own_options([*argv, "--seed", "7", "--lm_eval_seed", "1,2,3,4"])

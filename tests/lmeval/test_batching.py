@@ -1,7 +1,7 @@
 """Generation requests carry a stop sequence naming their prompt's length, so that lm-eval's
 own batching (grouping by generation arguments) never puts prompts of two lengths into one
 batch, and the answers are cut exactly where they were before. That lm-eval's backends batch so
-is checked on their own ``generate_until`` in ``tests/lmeval/test_lmeval_contract.py``."""
+is checked on their own ``generate_until`` in ``tests/test_lmeval_compat.py``."""
 
 from __future__ import annotations
 

@@ -74,7 +74,7 @@ def test_a_run_of_phasebench_tasks_alone_skips_lm_evals_own_task_index():
 
     import lm_eval.tasks
 
-    from phasebench.lmeval import compat
+    from phasebench import lmeval_compat as compat
 
     own = harness._own_tasks
     assert own(SimpleNamespace(tasks="phasebench_kv,phasebench_niah"))

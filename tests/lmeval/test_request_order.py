@@ -31,8 +31,8 @@ def _send_order(tmp_path, monkeypatch, length_phases):
     split of the reference tokenizer."""
     from lm_eval.models.huggingface import HFLM
 
+    from phasebench import lmeval_compat as compat
     from phasebench.build import generate, iter_rows, read_manifest
-    from phasebench.lmeval import compat
     from phasebench.reference import weights_dir
     from phasebench.reference.model import register_auto_classes
     from phasebench.resources import resource_dir

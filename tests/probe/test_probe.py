@@ -340,7 +340,7 @@ def test_the_model_is_built_on_the_device_lm_evals_command_line_picks(tiny_llama
     else the CPU."""
     import torch
 
-    from phasebench.lmeval import compat
+    from phasebench import lmeval_compat as compat
 
     lm = compat.create_model("hf", f"pretrained={tiny_llama},dtype=float32", batch_size=1)
     assert lm.device.type == ("cuda" if torch.cuda.is_available() else "cpu")

@@ -37,6 +37,8 @@ declares the family and keeps every name importable from ``phasebench.families.c
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from phasebench.families import Family
 from phasebench.families.code.checks import (
     exact_check,
@@ -73,8 +75,10 @@ from phasebench.families.code.padding import (
     pad_block,
 )
 from phasebench.families.code.plan import EXTRA_FIELDS, CodePlan, check_spec, describe, plan
-from phasebench.specs import SplitSpec
 from phasebench.tokenization import PhaseTokenizer, check_seams
+
+if TYPE_CHECKING:  # annotations only: a family reads nothing of specs when it runs
+    from phasebench.specs import SplitSpec
 
 __all__ = [
     "BLOCK_NAMES",

@@ -5,14 +5,17 @@ the config from its rows' metadata."""
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from phasebench.errors import AssemblyError
 from phasebench.families.code.padding import SWEEP
 from phasebench.families.code.plan import CodePlan
-from phasebench.specs import SplitSpec
 from phasebench.tokenization import PhaseTokenizer
+
+if TYPE_CHECKING:  # annotations only: a family reads nothing of specs when it runs
+    from phasebench.specs import SplitSpec
 
 
 def seam_samples(p: CodePlan) -> list[list[str]]:

@@ -8,6 +8,7 @@ import functools
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import yaml
@@ -15,8 +16,10 @@ import yaml
 from phasebench import templates
 from phasebench.errors import AssemblyError
 from phasebench.rng import derive_rng
-from phasebench.specs import SplitSpec
 from phasebench.tokenization import PhaseTokenizer
+
+if TYPE_CHECKING:  # annotations only: a family reads nothing of specs when it runs
+    from phasebench.specs import SplitSpec
 
 #: Item templates under ``generators/code/``; item ``i`` uses ``TEMPLATES[i % 4]``.
 TEMPLATES = ("cast", "bits", "block", "heads")

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -18,8 +19,10 @@ from phasebench.families.code.padding import STYLE_NAMES, SWEEP, PadTable, build
 from phasebench.placement import TOLERANCE, assign_residues, phase_stats
 from phasebench.prefill import PromptPieces
 from phasebench.rng import derive_rng
-from phasebench.specs import SplitSpec
 from phasebench.tokenization import PhaseTokenizer
+
+if TYPE_CHECKING:  # annotations only: a family reads nothing of specs when it runs
+    from phasebench.specs import SplitSpec
 
 #: Columns a code row adds to :data:`phasebench.rows.ROW_FIELDS`.
 EXTRA_FIELDS: tuple[tuple[str, pa.DataType], ...] = (

@@ -1,4 +1,4 @@
-"""The contract with lm-eval: every assumption ``phasebench.lmeval.compat`` states about how
+"""The contract with lm-eval: every assumption ``phasebench.lmeval_compat`` states about how
 lm-eval behaves, checked on the pinned lm-eval's own code, so an upgrade that changes one fails
 one of these tests by name.
 
@@ -17,7 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from phasebench.lmeval import compat
+from phasebench import lmeval_compat as compat
 from phasebench.lmeval.batching import one_length_per_batch
 
 #: The generation arguments of the kv and niah task YAMLs, one token answered (quick).
