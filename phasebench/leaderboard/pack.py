@@ -131,8 +131,8 @@ def _results_of_inspect(run: Any) -> dict[str, Any]:
 
     from phasebench.inspect_log import FRAMEWORK, REPORTED, lm_eval_metric
     from phasebench.leaderboard.schema import known_tasks
-    from phasebench.lmeval_compat import hash_string
     from phasebench.lmeval.tasks import MAX_GEN_TOKS
+    from phasebench.lmeval_compat import hash_string
 
     task = run.task
     versions = known_tasks()
