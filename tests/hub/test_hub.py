@@ -306,6 +306,7 @@ def test_no_eval_yaml_names_a_framework_the_hub_refuses(repo, tmp_path, monkeypa
     assert any("does not accept" in p for p in hub.repo_problems(bad, deep=False))
 
 
+@pytest.mark.slow  # imports inspect_ai, loads every task's config
 def test_eval_yaml_names_a_loadable_task_per_board_for_inspect(repo, tmp_path):
     """``eval.yaml`` (what makes the repository a Hub benchmark) has the keys the Hub's
     documentation asks of an ``inspect-ai`` benchmark: per task an id, a config and a split,
