@@ -126,6 +126,19 @@ def _site_points(suffix: str) -> Written:
     )  # fmt: skip
 
 
+def _signed_site(value: float) -> str:
+    """A signed difference of points on the site, with a true minus sign (``−3.1``, ``+3.1``)."""
+    return f"{100 * value:+.1f}".replace("-", "\u2212")
+
+
+#: A difference of two accuracy statistics on the site: signed, its interval's ends joined by
+#: "to" (``[−76.3 to −62.9 pp]``), never a dash beside a minus sign.
+_SITE_DIFFERENCE = Written(
+    lambda v: f"{_signed_site(v)} pp", MISSING,
+    lambda lo, hi: f"[{_signed_site(lo)} to {_signed_site(hi)} pp]", "",
+)  # fmt: skip
+
+
 #: Points in a terminal column and in a Markdown table, accuracies and gaps alike.
 _TERMINAL_POINTS = Written(_points, "  n/a", _points_interval, "[  n/a]")
 _MARKDOWN_POINTS = Written(lambda v: f"{100 * v:.1f}", "-", _points_interval, "-")
@@ -141,7 +154,7 @@ FORMATS: dict[str, dict[Style, Written]] = {
     "pp": {TERMINAL: _TERMINAL_POINTS, MARKDOWN: _MARKDOWN_POINTS, SITE: _site_points(" pp")},
     "difference": {
         TERMINAL: Written(lambda v: f"{100 * v:+7.1f}", "    n/a", _points_interval, "[  n/a]"),
-        SITE: _site_points(" pp"),
+        SITE: _SITE_DIFFERENCE,
     },
     "p": {
         TERMINAL: Written(str, "n/a", _points_interval, "[  n/a]"),

@@ -115,6 +115,9 @@ class Family:
     ``hub_task_category``, ``hub_task_id``, ``hub_tag`` and ``languages``: its data card's task
     category, task id, tag and languages. ``length_note``: what a config's ``length`` means
     where it is not the prompt's token count (the leaderboard says it beside the board's name).
+    ``chance``: the accuracy of a model that cannot do the task at all (0 for an answer it must
+    write, 1 / choices for a choice among given answers); the leaderboard does not rank an
+    entry whose average sits there (no room for a phase to fall below it).
     """
 
     name: str
@@ -141,6 +144,7 @@ class Family:
     hub_tag: str = ""
     languages: tuple[str, ...] = ("en",)
     length_note: str = ""
+    chance: float = 0.0
 
     @property
     def task(self) -> str:

@@ -201,9 +201,11 @@ def submission_meta(
     license_name: str,
     notes: str,
 ) -> dict[str, Any]:
+    no_press = kv_cache == kv_cache_text("no press", "")
     return {
         "model": model,
         "revision": revision,
+        **({"role": "reference"} if no_press else {}),  # what the presses are measured against
         "variant": variant_name,
         "precision": precision,
         "backend": BACKEND,

@@ -16,6 +16,7 @@ from markupsafe import Markup, escape
 
 from phasebench import metrics
 from phasebench.formatting import format_value
+from phasebench.leaderboard.standing import REFERENCE
 
 #: How many of a board's leading points carry a label before a visitor highlights one.
 LABELLED = 3
@@ -138,7 +139,8 @@ def scatter_svg(
 ) -> Markup:
     """Average (x) against cross-fitted worst phase (y) for one board, one point per row in the
     board's order, each with its two 95% intervals as bars; a point is filled red where the
-    gap is significant and hollow where the entry is preliminary (or a test fixture)
+    gap is significant and hollow where the entry is preliminary (or a test fixture); a
+    reference run also draws a dashed line across the plot at its worst phase
     (``data-i`` is the row's place, which the page's script uses to follow the table). A
     point carries its place in the table as a number (the first :data:`NUMBERED`),
     placed so that no two labels overlap and none leaves the plot; its tooltip names model
@@ -147,6 +149,17 @@ def scatter_svg(
     out = [_open("scatter", id, f.width, f.height, title)]
     out.append(_axes(f, "average (%)", "worst phase, cross-fitted (%)", None))
     out.append(f'<line class="diagonal" x1="{f.x(0)}" y1="{f.y(0)}" x2="{f.x(1)}" y2="{f.y(1)}"/>')
+    for index, row in enumerate(rows):
+        # a reference run (no compression) is the ceiling the methods are measured against:
+        # a dashed line across the plot at its worst phase
+        worst = row.get(metrics.RANKING.column)
+        if row.get("standing") == REFERENCE and worst is not None:
+            y = f.y(worst)
+            out.append(
+                f'<line class="reference" x1="{f.left}" x2="{f.width - f.right}" y1="{y}" '
+                f'y2="{y}"><title>reference: {escape(labels[index])}, worst phase '
+                f"{format_value('%', worst)}</title></line>"
+            )
     shown = []
     for index, row in enumerate(rows):
         acc, worst = row.get("acc"), row.get(metrics.RANKING.column)

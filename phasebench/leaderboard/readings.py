@@ -10,25 +10,28 @@ from typing import Any
 
 from phasebench import metrics
 from phasebench.leaderboard.presses import SETTING_AXES
+from phasebench.leaderboard.standing import AT_FLOOR, EARLIER, FIXTURE, REFERENCE
 
 
 def _finding_row(row: Mapping[str, Any]) -> dict[str, Any]:
     keys = ("model", "variant", "page", "anchor", "kv_label", "gap", "gap_ci", "p_value",
             "dominant_period", "consistent_periods", metrics.RANKING.column, "acc",
-            "preliminary", "n_base")  # fmt: skip
+            "preliminary", "n_base", "earlier_designs", "designs_disagree")  # fmt: skip
     return {k: row.get(k) for k in keys}
 
 
 def findings(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """What each board found, boards with a significant gap first (largest gap first), then
-    the others in board order: the number of ranked entries and of those with a significant
+    the others in board order: the number of ranked entries (one per configuration, at its
+    strongest design; :mod:`phasebench.leaderboard.standing`) and of those with a significant
     gap, the entry with the largest significant gap, and, beside it, a control (the ranked
     entry without a significant gap whose gap is smallest), each with the numbers the site
-    shows. Selection among rows only; every number is the row's own."""
+    shows; besides, how many rows are references, at floor, earlier designs and fixtures.
+    Selection among ranked rows only; every number is the row's own."""
     out = []
     for board in sorted({r["board"] for r in rows}):
         members = [r for r in rows if r["board"] == board]
-        ranked = [r for r in members if not r.get("fixture")]
+        ranked = [r for r in members if r.get("ranked")]
         significant = [r for r in ranked if r.get("significant")]
         flat = [r for r in ranked if not r.get("significant")]
         largest = max(significant, key=lambda r: r.get("gap") or 0.0, default=None)
@@ -41,6 +44,11 @@ def findings(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 "n_ranked": len(ranked),
                 "n_significant": len(significant),
                 "n_preliminary": sum(bool(r.get("preliminary")) for r in ranked),
+                "n_configurations": len({r.get("configuration") for r in members}),
+                **{
+                    f"n_{key.replace(' ', '_')}": sum(r.get("standing") == key for r in members)
+                    for key in (REFERENCE, AT_FLOOR, EARLIER, FIXTURE)
+                },  # fmt: skip
                 "largest": _finding_row(largest) if largest else None,
                 "control": _finding_row(control) if control and significant else None,
             }
@@ -50,7 +58,8 @@ def findings(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 
 def settings(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Methods across settings: for each model, task and KV-cache method whose ranked entries
+    """Methods across settings: for each model, task and KV-cache method whose entries (one per
+    configuration: no earlier design, no fixture)
     differ in one of the method's :data:`~phasebench.leaderboard.presses.SETTING_AXES` (chunk
     length, block size, compression ratio) with the other parameters fixed, one series: the
     parameter's values in order and, at each, every entry (on whichever board) with its gap,
@@ -58,7 +67,7 @@ def settings(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     groups: dict[tuple, list[Mapping[str, Any]]] = {}
     for row in rows:
         params = row.get("kv_parameters") or {}
-        if row.get("fixture") or row.get("gap") is None:
+        if row.get("fixture") or row.get("design_of") or row.get("gap") is None:
             continue
         for axis in SETTING_AXES:
             if axis not in params:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+from markupsafe import Markup, escape
 
 from phasebench import metrics
 from phasebench._version import __version__
@@ -29,6 +30,8 @@ from phasebench.atomic import atomic_copy, atomic_write_text, check_replaceable,
 from phasebench.errors import OutputError
 from phasebench.formatting import format_interval, format_note, format_value
 from phasebench.leaderboard import charts
+from phasebench.leaderboard import standing as _standing
+from phasebench.leaderboard.compare_page import compare_data
 from phasebench.specs import DEFAULT_MODULUS
 
 ASSETS = ("leaderboard.js", "compare.js", "style.css")
@@ -65,6 +68,7 @@ def environment() -> jinja2.Environment:
     env.filters["places"] = _places
     env.filters["heat"] = charts.heat_class
     env.filters["labelled"] = lambda row: (row, identity(row))
+    env.filters["breakable"] = breakable
     return env
 
 
@@ -110,6 +114,9 @@ PAPER = f"https://arxiv.org/abs/{ARXIV_ID}"
 HUB = "https://huggingface.co"
 #: A board page shows its first rows only until the visitor asks for all of them.
 TOP_N = 100
+#: How a board counts the rows it does not rank, several of one standing.
+PLURAL = {_standing.REFERENCE: "references", _standing.AT_FLOOR: "at floor",
+          _standing.EARLIER: "earlier designs", _standing.FIXTURE: "test fixtures"}  # fmt: skip
 #: KV-cache descriptions are cut to this many characters in tables (full text on the model page).
 KV_SHORT = 40
 
@@ -125,6 +132,12 @@ def identity(item: Mapping[str, Any]) -> str:
     if serving:
         parts.append(_serving(serving))
     return " · ".join(parts)
+
+
+def breakable(name: Any) -> Markup:
+    """A model id that a narrow cell may wrap after its ``/`` only (``HuggingFaceTB/`` then
+    ``SmolLM2-135M-Instruct``), never inside a word; the text escaped."""
+    return Markup("/<wbr>").join(escape(part) for part in str(name).split("/"))
 
 
 def _serving(serving: Any) -> str:
@@ -248,6 +261,14 @@ def render_site(
         ranking=metrics.RANKING,  # the statistic boards rank by: no template spells its key
         default_modulus=DEFAULT_MODULUS,
         level=metrics.LEVEL,  # the intervals' level ("95%"), read from metrics.ALPHA
+        floor_margin=_standing.FLOOR_MARGIN,
+        # what a row's rank cell shows where it has no place
+        standing_mark={
+            _standing.REFERENCE: "ref.",
+            _standing.AT_FLOOR: "floor",
+            _standing.EARLIER: "earlier",
+            _standing.FIXTURE: "—",
+        },  # fmt: skip
     )
 
     def write(rel: str, template: str, **context: Any) -> None:
@@ -266,6 +287,9 @@ def render_site(
         labels = [identity(r) for r in members]
         label = _board_label(first)
         ranked = [r for r in members if r.get("rank_worst") is not None]
+        apart = [(what, sum(r.get("standing") == what for r in members))
+                 for what in (_standing.REFERENCE, _standing.AT_FLOOR, _standing.EARLIER,
+                              _standing.FIXTURE)]  # fmt: skip
         boards.append(
             {
                 "name": name,
@@ -280,6 +304,10 @@ def render_site(
                 "rows": members,
                 "labels": labels,
                 "ranked": ranked,
+                "apart": [(what if n == 1 else PLURAL[what], n) for what, n in apart if n],
+                "floor": [r for r in members if r.get("standing") == _standing.AT_FLOOR],
+                "compared": [r for r in members if not r.get("fixture")],
+                "by_anchor": {r["anchor"]: r for r in members},
                 "leaders": [
                     (r, lab)
                     for r, lab in zip(members, labels, strict=True)
@@ -337,9 +365,10 @@ def render_site(
         written.extend(_write_badges(out, b))
     compared = board.get("comparisons") or {}
     for b in boards:
-        if len(b["ranked"]) >= 2:
+        if len(b["compared"]) >= 2:
             write(f"compare/{b['slug']}.html", "compare.html.j2", b=b,
-                  data=_compare_data(b, compared.get(b["name"])),
+                  data=compare_data(b, compared.get(b["name"]),
+                                   [c["stat"] for c in common["columns"]]),
                   paired=compared.get(b["name"]) is not None, root="..", **common)  # fmt: skip
     series = []
     for n, item in enumerate(board.get("settings") or [], start=1):
@@ -397,48 +426,6 @@ def render_site(
     return written
 
 
-def _compare_data(b: Mapping[str, Any], pairs: Mapping[str, Any] | None) -> dict[str, Any]:
-    """What the compare page's script shows, every value already written as text: each ranked
-    entry's label, page and statistics (the board's columns), and each pair's paired
-    difference as score computed it (``b`` minus ``a``, a before b in board order)."""
-    entries = {}
-    for row, label in zip(b["rows"], b["labels"], strict=True):
-        if row.get("fixture"):
-            continue
-        stats = []
-        for col in _site_columns():
-            stat = col["stat"]
-            text = format_value(stat, row.get(stat.column))
-            interval = format_interval(stat, row.get(stat.column_interval))
-            stats.append([stat.label, f"{text} {interval}".strip()])
-        stats.append(["KV cache", str(row.get("kv_label") or row.get("kv_cache") or "")])
-        stats.append(
-            ["items", f"{row.get('n_base')} × {row.get('n_phases') or row.get('modulus')}"]
-        )
-        entries[row["anchor"]] = {"label": label, "page": row["page"], "stats": stats,
-                                  "preliminary": bool(row.get("preliminary"))}  # fmt: skip
-    shown = {}
-    for key, result in (pairs or {}).items():
-        lines = []
-        for stat in (metrics.get("gap"), metrics.RANKING):
-            part = result[stat.key]
-            diff = metrics.Statistic("d", "d", "pp")
-            lines.append(
-                {
-                    "label": stat.label + (f" ({stat.qualifier})" if stat.qualifier else ""),
-                    "before": format_value(stat, part["before"]),
-                    "after": format_value(stat, part["after"]),
-                    "difference": format_value(diff, part["difference"]),
-                    "ci": format_interval(diff, part["difference_ci"]),
-                    "p": format_value(
-                        metrics.get("p_value"), part["p_value"], result.get("n_perm")
-                    ),  # fmt: skip
-                }
-            )
-        shown[key] = {"n_base": result["n_base"], "lines": lines}
-    return {"entries": entries, "pairs": shown}
-
-
 def samples_path(page: str) -> str:
     """An entry's details page (per-phase table and a few samples per phase), beside its
     model page: ``models/<name>-samples.html``."""
@@ -467,7 +454,8 @@ def _write_badges(out: Path, b: Mapping[str, Any]) -> list[Path]:
             value = f"{len(b['leaders'])} share rank 1"
         warn = False
     else:
-        value, warn = ("no leader: preliminary" if b["ranked"] else "test fixtures only"), True
+        apart = ", ".join(f"{n} {what}" for what, n in b["apart"])
+        value, warn = ("no leader: preliminary" if b["ranked"] else f"none ranked: {apart}"), True
     text = charts.badge_svg(short, value, f"{b['label']}: {value}", warn=warn)
     written.append(atomic_write_text(out / badge_path(b["slug"]), text))
     for row in b["rows"]:
@@ -478,6 +466,8 @@ def _write_badges(out: Path, b: Mapping[str, Any]) -> list[Path]:
         )
         if row.get("fixture"):
             value += " · test fixture"
+        elif row.get("standing") not in (None, _standing.RANKED):
+            value += f" · {row['standing']}"
         elif row.get("preliminary"):
             value += " · preliminary"
         title = f"{identity(row)}, {b['label']}: {value}"

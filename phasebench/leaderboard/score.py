@@ -37,6 +37,7 @@ import pandas as pd
 from phasebench import metrics
 from phasebench._version import __version__
 from phasebench.leaderboard import staged as _staged
+from phasebench.leaderboard import standing as _standing
 from phasebench.leaderboard.checks import WITNESSED
 from phasebench.leaderboard.presses import describe_kv_cache
 from phasebench.leaderboard.readings import findings, settings
@@ -176,16 +177,28 @@ def _kv_fields(kv_cache: str | None) -> dict[str, Any]:
     }
 
 
-def _length_note(task: str) -> str:
-    """What the board's length means, where its family says it is not the prompt's token
-    count (the code family's 0), else empty."""
+def _family_of(task: str) -> Any:
+    """The family whose lm-eval task is ``task`` (None for none this phasebench knows)."""
     from phasebench.families import get_family, names
 
     for name in names():
         family = get_family(name)
         if family.task == task:
-            return family.length_note
-    return ""
+            return family
+    return None
+
+
+def _length_note(task: str) -> str:
+    """What the board's length means, where its family says it is not the prompt's token
+    count (the code family's 0), else empty."""
+    family = _family_of(task)
+    return family.length_note if family is not None else ""
+
+
+def _chance(task: str) -> float:
+    """The accuracy of a model that cannot do ``task`` (its family's ``chance``; 0 for none)."""
+    family = _family_of(task)
+    return family.chance if family is not None else 0.0
 
 
 def _records(frame: pd.DataFrame) -> list[ScoredRecord]:
@@ -219,10 +232,10 @@ def comparisons(
 ) -> dict[str, Any] | None:
     """The paired differences of a board's entries that are runs of one split (the same
     tokenizer, and the same base items at the same length and modulus, which validation
-    regenerated and matched to every logged doc), keyed ``"<anchor a>|<anchor b>"`` with
-    ``a`` before ``b`` in board order: :func:`phasebench.stats.compare_runs` of b minus a,
-    the computation ``phasebench report A B --diff`` makes. None when the board has more than
-    :data:`COMPARE_MAX_PAIRS` such pairs."""
+    regenerated and matched to every logged doc), keyed ``"<anchor a>|<anchor b>"`` for both
+    orders: :func:`phasebench.stats.compare_runs` with ``b`` as before and ``a`` as after, so
+    each difference reads A minus B (the computation ``phasebench report B A --diff`` makes).
+    None when the board has more than :data:`COMPARE_MAX_PAIRS` such pairs."""
     from phasebench.stats import compare_runs
 
     entries = [r for r in members if not r.get("fixture")]
@@ -234,10 +247,12 @@ def comparisons(
                 pairs.append((a, b))
     if len(pairs) > COMPARE_MAX_PAIRS:
         return None
-    return {
-        f"{a['anchor']}|{b['anchor']}": _clean(compare_runs(runs[id(a)][0], runs[id(b)][0]))
-        for a, b in pairs
-    }
+    out = {}
+    for a, b in pairs:
+        # both orders, each computed as it is read (A - B in the order a visitor picks)
+        out[f"{a['anchor']}|{b['anchor']}"] = _clean(compare_runs(runs[id(b)][0], runs[id(a)][0]))
+        out[f"{b['anchor']}|{a['anchor']}"] = _clean(compare_runs(runs[id(a)][0], runs[id(b)][0]))
+    return out
 
 
 def _rank_intervals(
@@ -256,6 +271,17 @@ def _rank_intervals(
                                    n_boot=metrics.N_BOOT, seed=metrics.SEED)  # fmt: skip
         for row, interval in zip(ranked, intervals, strict=True):
             row[key] = list(interval) if interval is not None else None
+
+
+def _lowest_ties(per_phase: Sequence[float | None] | None) -> list[int] | None:
+    """The phases that share the lowest accuracy, where several do and not all (a flat row
+    names no weak phase): one index would name one of them as if it stood out."""
+    values = [v for v in per_phase or [] if v is not None]
+    if not values:
+        return None
+    low = min(values)
+    tied = [i for i, v in enumerate(per_phase or []) if v is not None and math.isclose(v, low)]
+    return tied if 1 < len(tied) < len(values) else None
 
 
 def _anchor(row: Mapping[str, Any]) -> str:
@@ -338,8 +364,12 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
                     "evidence": checked,
                     "reproduced": mark,
                     "fixture": bool(sub.meta.get("fixture")),
+                    "role": sub.meta.get("role"),
+                    "chance": _chance(task),
+                    "anchor": _anchor({"page": page}),
                 }
             )
+            rows[-1]["lowest_phase_ties"] = _lowest_ties(rows[-1].get("per_phase"))
             if stop:
                 rows[-1]["staged"] = stop  # recomputed by validation, never the submitter's
             records = _records(frame)
@@ -352,23 +382,21 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
     rows = cleaned
     for board in sorted({r["board"] for r in rows}):
         members = [r for r in rows if r["board"] == board]
-        for row, rank in zip(members, _rank(members, metrics.RANKING.column_interval), strict=True):
+        _standing.assign(members, {r["task"]: r["chance"] for r in members})
+        # places and rank intervals over the ranked rows only (one per configuration; no
+        # reference, at-floor row or fixture takes or holds a place)
+        ranked = [r for r in members if r["ranked"]]
+        for row in members:
+            row["rank_worst"] = row["rank_average"] = None
+            row["rank_worst_interval"] = row["rank_average_interval"] = None
+        for row, rank in zip(ranked, _rank(ranked, metrics.RANKING.column_interval), strict=True):
             row["rank_worst"] = rank
-        for row, rank in zip(members, _rank(members, "acc_ci"), strict=True):
+        for row, rank in zip(ranked, _rank(ranked, "acc_ci"), strict=True):
             row["rank_average"] = rank
-        _rank_intervals(members, matrices)
-    rows.sort(
-        key=lambda r: (
-            r["board"],
-            r["rank_worst"] is None,
-            r["rank_worst"] or 0,
-            -(r[metrics.RANKING.column] or 0),
-            r["model"],
-            r["variant"] or "",
-        )
-    )
-    for row in rows:
-        row["anchor"] = _anchor(row)
+        if ranked:
+            _rank_intervals(ranked, matrices)
+    heads = _standing.heads(rows)
+    rows.sort(key=lambda r: (r["board"], _standing.order_key(r, heads, metrics.RANKING.column)))
     compared = {
         board: comparisons([r for r in rows if r["board"] == board], runs)
         for board in sorted({r["board"] for r in rows})
@@ -392,6 +420,15 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
             "power": metrics.POWER,
             "board": "one task at one length, phase modulus and phase axis: runs that differ "
             "in any of these are never ranked together",
+            "configuration": "runs of one model, revision, backend, declared KV cache, "
+            "precision, serving stack and chat template on one board are one configuration, "
+            "ranked once at its strongest design (most base items); the others are listed "
+            "under it as earlier designs, not ranked",
+            "reference": "a run its submission declares 'role: reference' (no compression, "
+            "full attention) is drawn as a reference row and line, never ranked or the leader",
+            "floor": f"{_standing.FLOOR_NOTE}: the gap is not significant and the lower end of "
+            f"the average's {metrics.LEVEL} interval is at most "
+            f"{100 * _standing.FLOOR_MARGIN:g} points above the task's chance level; not ranked",
         },
         "rows": rows,
         "findings": findings(rows),

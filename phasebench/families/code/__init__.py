@@ -156,6 +156,7 @@ FAMILY = Family(
     hub_task_category="text-generation",
     hub_tag="code-completion",
     languages=("en", "code"),
+    chance=0.5,  # two choices: the right completion and one distractor
     length_note=(
         "the length is the unrelated code between the definitions and their use, in tokens; "
         "at 0 there is none: each prompt is a padding block, the definitions and the use "
