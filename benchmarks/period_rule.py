@@ -47,7 +47,7 @@ from phasebench.stats.periods import (
     _wald_logp,
     consistent_periods,
 )
-from phasebench.stats.permutation import gap_p_value
+from phasebench.stats.permutation import gap_test
 
 ROOT = Path(__file__).resolve().parent.parent
 SUBMISSIONS = ROOT / "leaderboard/submissions/HuggingFaceTB__SmolLM2-135M-Instruct"
@@ -166,7 +166,7 @@ def one_run(m: np.ndarray, seed_key: tuple) -> dict:
     n, modulus = m.shape
     present = ~np.isnan(m)
     acc_p = m.mean(axis=0)
-    p, _, _ = gap_p_value(m, acc_p, N_PERM, derive_rng(0, "period-rule", "perm", *seed_key))
+    p = gap_test(m, acc_p, N_PERM, derive_rng(0, "period-rule", "perm", *seed_key)).p
     if not p <= ALPHA or np.ptp(acc_p) <= 1e-12:
         return {"old": None, "new": None, "shown": ()}
     boot = _bootstrap_phase_means(

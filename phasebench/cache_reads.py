@@ -23,10 +23,17 @@ from phasebench.errors import SamplesError
 from phasebench.formatting import TERMINAL, format_exact_p, format_value
 from phasebench.metrics import ALPHA
 from phasebench.rows import config_length
-from phasebench.samples import WARM_KEY, is_warm
+from phasebench.samples import REPEAT_READS, WARM_KEY, is_warm
 from phasebench.stats.cache import ReadPair
 
-__all__ = ["arm_of", "arms_comparison", "cache_lines", "repeat_comparison"]
+__all__ = [
+    "arm_of",
+    "arms_comparison",
+    "cache_lines",
+    "one_at_a_time_problem",
+    "read_order_problem",
+    "repeat_comparison",
+]
 
 #: One outcome of one prompt: (needle phase, length phase or None, acc).
 Outcome = tuple[int, int | None, float]
@@ -71,6 +78,61 @@ def _pairs(
     shared = sorted(set(first) & set(second))
     pairs = [ReadPair(first[i][0], first[i][1], first[i][2], second[i][2]) for i in shared]
     return pairs, len(set(first) ^ set(second))
+
+
+def read_order_problem(
+    samples: Sequence[Mapping[str, Any]], reads: Sequence[str] = REPEAT_READS
+) -> str | None:
+    """Where a repeat run's log breaks the order its arm sends the reads in, else None: each
+    prompt's reads, in the order lm-eval numbered them (``doc_id``, the order the arm lays
+    them out and, one request at a time, sends them in; the line's place where no ``doc_id``
+    is logged), are ``reads`` exactly, at consecutive numbers: each cold read right before its
+    warm twin. A log of all cold reads then all warm ones, or a warm read before its cold
+    twin, measures no prefix cache: the warm read did not follow the read that filled it."""
+    found: dict[tuple[int, str], list[tuple[int, str]]] = {}
+    for number, s in enumerate(samples):
+        doc = s.get("doc")
+        if not _is_phasebench(doc) or "read" not in doc:
+            continue
+        at = s.get("doc_id")
+        at = at if isinstance(at, int) and not isinstance(at, bool) else number
+        found.setdefault((config_length(doc), str(doc["id"])), []).append((at, str(doc["read"])))
+    for (_, name), logged in sorted(found.items(), key=lambda item: min(item[1])):
+        logged.sort()
+        order = [read for _, read in logged]
+        places = [at for at, _ in logged]
+        if order != list(reads) or places != list(range(places[0], places[0] + len(reads))):
+            shown = ", ".join(f"{read} at {at}" for at, read in logged)
+            return (
+                f"prompt {ascii(name)[1:-1][:80]} is read as {shown}; a repeat run reads each "
+                f"prompt {', then '.join(reads)}, one right after the other (doc_id order)"
+            )
+    return None
+
+
+def one_at_a_time_problem(config: Mapping[str, Any]) -> str | None:
+    """What in a repeat run's logged lm-eval ``config`` sent more than one request at a time
+    (``batch_size`` above 1, in the config or the model arguments, or ``num_concurrent`` above
+    1), else None: a prompt's reads would go out side by side, neither from the other's
+    cache (``phasebench eval`` refuses both)."""
+    args = config.get("model_args")
+    if isinstance(args, str):
+        args = dict(part.split("=", 1) for part in args.split(",") if "=" in part)
+    if not isinstance(args, Mapping):
+        args = {}
+    logged = [
+        ("config", "batch_size", config.get("batch_size")),
+        ("model_args", "batch_size", args.get("batch_size")),
+        ("model_args", "num_concurrent", args.get("num_concurrent")),
+    ]
+    for where, key, value in logged:
+        if value is not None and str(value).strip() not in ("1", ""):
+            return (
+                f"its {where} logs {key}={ascii(str(value))[1:-1][:20]}; a repeat run sends one "
+                f"request at a time (batch size 1, no concurrency), each warm read right after "
+                f"its cold one"
+            )
+    return None
 
 
 def repeat_comparison(task: str, samples: Sequence[Mapping[str, Any]]) -> dict[int, dict]:

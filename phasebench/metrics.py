@@ -272,7 +272,7 @@ def on_axes(stat: Statistic, axes: str) -> bool:
 #: The functions of :mod:`phasebench.stats` that compute the built-in statistics
 #: (``computed_by``): the summary of one phase matrix computes most of them together.
 _SUMMARY = "phasebench.stats.summary.summarize"
-_PERMUTATION = "phasebench.stats.permutation.gap_p_value"
+_PERMUTATION = "phasebench.stats.permutation.gap_test"
 _PERIODS = "phasebench.stats.periods.consistent_periods"
 _COCHRAN = "phasebench.stats.permutation.cochran_q"
 _SAMPLES = "phasebench.stats.paired.summarize_samples"
@@ -304,6 +304,8 @@ BUILTIN: tuple[Statistic, ...] = (
         interval="gap_ci", qualifier="best − lowest phase",
         help="best phase minus lowest phase (both as measured, not cross-fitted), in percentage "
         "points; noise alone gives some gap (see null gap), so a gap counts only when it is "
+        "significant. Its interval comes from the same phase shuffles as p (the gap plus or "
+        "minus the test's critical value), so it excludes 0 exactly when the gap is "
         "significant",
         computed_by=_SUMMARY,
     ),
@@ -334,7 +336,8 @@ BUILTIN: tuple[Statistic, ...] = (
         interval="lowest_phase_ci", qualifier="plain minimum", formerly=("acc_worst_phase",),
         help="the lowest of the per-phase accuracies as measured; the minimum of noisy "
         "estimates, so biased low, the more so the fewer the items (the worst phase is its "
-        "cross-fitted counterpart)",
+        "cross-fitted counterpart). Its interval is a simultaneous band: every phase's accuracy "
+        "within it at once, so it holds the true lowest phase whichever phase that is",
         computed_by=_SUMMARY,
     ),
     Statistic(

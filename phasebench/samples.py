@@ -36,6 +36,7 @@ __all__ = [
     "SAMPLES_NAME",
     "LogError",
     "ReadLimits",
+    "REPEAT_READS",
     "SERVED_KEY",
     "MAX_OFF_LABEL_SHARE",
     "SERVED_STATES",
@@ -226,6 +227,13 @@ SERVED_STATES = ("agree", "disagree", "unverified")
 #: from ``acc`` so that every phase statistic stays the cold reads' (:mod:`phasebench.cache_reads`
 #: pairs the two).
 WARM_KEY = "acc_warm"
+
+
+#: The reads of one prompt in a ``"prefix_cache": "repeat"`` run, in the order they are sent
+#: (a doc's ``read``): what the lm-eval tasks log (:func:`phasebench.lmeval.data.repeated`) and
+#: what ``phasebench report`` and the leaderboard check the logged order against
+#: (:func:`phasebench.cache_reads.read_order_problem`).
+REPEAT_READS = ("cold", "warm")
 
 
 def is_warm(doc: Mapping[str, Any]) -> bool:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -248,9 +249,38 @@ def _unmarked_over(seconds: float) -> list[tuple[str, float]]:
     return sorted(over, key=lambda found: -found[1])
 
 
+#: The background build of the kvpress environment this process started, if it did.
+_KVPRESS_BUILD: subprocess.Popen | None = None
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Once the kvpress tests are collected (and selected), their environment, the suite's
+    slowest setup (minutes of pip), starts building in the background, so that it runs while
+    the other tests do; the first of the session's processes to get here starts it
+    (``tests/support/kvpress_env.py``)."""
+    global _KVPRESS_BUILD
+    if session.config.option.collectonly or os.environ.get("PHASEBENCH_KVPRESS_PYTHON"):
+        return
+    if not any(item.path.name == "test_kvpress_env.py" for item in session.items):
+        return
+    from support import kvpress_env
+
+    base = session.config._tmp_path_factory.getbasetemp()  # what tmp_path_factory returns
+    _KVPRESS_BUILD = kvpress_env.start_building(kvpress_env.session_folder(base))
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """On the controller (not on an xdist worker): the run fails when an unmarked test's call
-    took longer than :data:`ENFORCED_FACTOR` times the threshold."""
+    """The background build this process started is waited for (the kvpress tests may be
+    running on the other worker), or stopped where the run stops early (``-x``, Ctrl-C). On
+    the controller (not on an xdist worker): the run fails when an unmarked test's call took
+    longer than :data:`ENFORCED_FACTOR` times the threshold."""
+    if _KVPRESS_BUILD is not None:
+        from support import kvpress_env
+
+        if session.shouldstop or session.shouldfail or exitstatus == pytest.ExitCode.INTERRUPTED:
+            kvpress_env.stop(_KVPRESS_BUILD)
+        else:
+            _KVPRESS_BUILD.wait()
     if hasattr(session.config, "workerinput"):
         return
     enforced = ENFORCED_FACTOR * _slow_seconds(session.config)
@@ -279,17 +309,19 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
 
 
 #: The files that take minutes, longest first (worker seconds of a full run on the 2-core
-#: machine, `--durations`: the demo and its next commands, the transformers-serve checks, the
-#: shipped site in Chromium, the kvpress environment, SmolLM2 through lm-eval, ...). They start
-#: first, so that none begins while the other worker has little left; a file not listed keeps
-#: its place after them, slow files before quick ones. A stale list costs time, never a result.
+#: machine, `--durations`: the demo and its next commands, the shipped site in Chromium, the
+#: transformers-serve checks, ...). They start first, so that none begins while the other worker
+#: has little left; a file not listed keeps its place after them, slow files before quick ones.
+#: The kvpress file comes fifth: its environment builds in the background from the start
+#: (:func:`pytest_collection_finish`), so by its turn the minutes of pip are behind it. (xdist
+#: hands each worker two files at the start, the first and third to one, the second and fourth
+#: to the other.) A stale list costs time, never a result.
 LONGEST_FILES = (
     "reference/test_reference.py",
-    "lmeval/test_api_server.py",
     "leaderboard/test_leaderboard_browser.py",
-    "kvpress/test_kvpress_env.py",
-    "lmeval/test_smollm2_lmeval.py",
+    "lmeval/test_api_server.py",
     "lmeval/test_tasks_lmeval.py",
+    "kvpress/test_kvpress_env.py",
     "families/test_length_phases.py",
     "leaderboard/test_leaderboard_eval_results.py",
     "leaderboard/test_leaderboard_reuse.py",

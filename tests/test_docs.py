@@ -503,19 +503,24 @@ def test_documented_python_imports_resolve():
 
 
 def test_the_ci_prompt_counts_the_docs_state_are_the_tests():
-    """docs/tasks.md states how many prompts the CI run of SmolLM2 takes; the test's own
-    settings say it."""
-    sys.path.insert(0, str(ROOT / "tests" / "lmeval"))
-    try:
-        smol = importlib.import_module("test_smollm2_lmeval")
-    finally:
-        sys.path.remove(str(ROOT / "tests" / "lmeval"))
-    kv, niah = (
-        n * smol.MODULUS for n in (smol.N_BASE["phasebench_kv"], smol.N_BASE["phasebench_niah"])
-    )
+    """docs/tasks.md states how many prompts SmolLM2 answers in CI: the demo's next eval as it
+    prints it (kv) and the crossed niah run of tests/families/test_length_phases.py."""
+    import json
+    import shlex
+
+    from phasebench.demo import next_commands
+    from phasebench.specs import DEFAULT_MODULUS
+
+    argv = shlex.split(next_commands("out")[1][1])
+    metadata = json.loads(argv[argv.index("--metadata") + 1])
+    (length,) = metadata["max_seq_lengths"]
     text = " ".join((ROOT / "docs" / "tasks.md").read_text(encoding="utf-8").split())
-    stated = f"(modulus {smol.MODULUS}, {kv} kv and {niah} niah prompts"
+    stated = f"kv as the demo's next eval prints it ({metadata['n_base']} base items x "
+    stated += f"{DEFAULT_MODULUS} phases at {length} tokens"
     assert stated in text, f"docs/tasks.md should say {stated!r}"
+    source = (ROOT / "tests" / "families" / "test_length_phases.py").read_text(encoding="utf-8")
+    assert '"max_seq_lengths": [256], "n_base": 4, "phase_modulus": modulus' in source
+    assert "niah with both axes crossed at 256 tokens (4 base items x 2 x 2 phases" in text
 
 
 # -- the checker itself ---------------------------------------------------------------------------

@@ -107,3 +107,17 @@ def test_the_filing_check_sees_a_misfiled_test(tmp_path):
         "stats/test_hostile_z.py: named after when, not what",
         "test_gone.py: no top-level module phasebench/gone.py",
     ]
+
+
+def test_the_kvpress_environment_starts_building_once_and_is_reused(tmp_path):
+    """The background build of the kvpress environment (tests/support/kvpress_env.py, started by
+    tests/conftest.py) starts once per session, and a finished build is taken as it is."""
+    from support import kvpress_env
+
+    folder = kvpress_env.session_folder(tmp_path)
+    assert folder.parent == (tmp_path.parent if os.environ.get("PYTEST_XDIST_WORKER") else tmp_path)
+    folder.mkdir()
+    (folder / "started").touch()  # another process of the session started it
+    assert kvpress_env.start_building(folder) is None
+    (folder / "python.txt").write_text("/built/bin/python")
+    assert kvpress_env.build(folder) == "/built/bin/python"  # no second build

@@ -21,7 +21,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--diff",
         action="store_true",
         help="two runs of one split, before then after: the difference in gap and in worst "
-        "phase with a paired bootstrap interval and a permutation p (refused unless both runs "
+        "phase with a paired bootstrap interval and its p (refused unless both runs "
         "are of the same split: same spec and tokenizer)",
     )
     rep.add_argument("--json", dest="json_out", default=None, metavar="FILE", help="write JSON")
@@ -64,7 +64,9 @@ def run(args: argparse.Namespace) -> int:
             "--diff needs the two runs' per-sample logs, not a saved report JSON; pass the two "
             "lm-eval output folders"
         )
-    difference = difference_report(runs, **settings) if args.diff else None
+    difference = (
+        difference_report(runs, n_boot=args.n_boot, seed=args.stats_seed) if args.diff else None
+    )
     computed = [build_report(runs, **settings)] if runs else []
     report = merge_reports(computed, reports)
     if difference is not None:

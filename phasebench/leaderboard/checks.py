@@ -12,6 +12,7 @@ from typing import Any
 
 import pandas as pd
 
+from phasebench.cache_reads import one_at_a_time_problem, read_order_problem
 from phasebench.errors import MachineError, PhasebenchError, SamplesError
 from phasebench.families import paired_unit
 from phasebench.leaderboard.collect import RawSubmission, Refused
@@ -227,6 +228,11 @@ def check_task(
     limit = _check_limit(task, results_path, results, len(records))
     config = (results.get("configs") or {}).get(task) or {}
     docs = [_check_sample_shape(rec, path, i + 1) for i, rec in enumerate(records)]
+    _check_arm(task, path, config, docs)
+    if any("read" in d for d in docs):
+        order = read_order_problem(records) or one_at_a_time_problem(results.get("config") or {})
+        if order:
+            raise Refused("prefix_cache", path, f"{task}: not a repeat run's order: {order}")
     _check_tokenizer(raw, path, docs, tok, config)
     task_hash = "".join(r["doc_hash"] + r["prompt_hash"] + r["target_hash"] for r in records)
     reported_hash = (results.get("task_hashes") or {}).get(task)
@@ -350,6 +356,23 @@ def _witness(task: str, path: Path, scored: Sequence[dict]) -> str | None:
             f"({SERVED_KEY}); a run through a server logs it on every sample (phasebench eval)",
         )
     return WITNESSED if all(value[1] is not None for value in present) else NOT_WITNESSED
+
+
+def _check_arm(task: str, path: Path, config: Mapping[str, Any], docs: Sequence[dict]) -> None:
+    """A salted run (``"prefix_cache": "salted"``) is refused as what it is: an arm that tells
+    a prefix-cache fault from a phase effect beside a plain run of the same split (``phasebench
+    report PLAIN SALTED --diff``), not an entry; its prompts are not the split's."""
+    salted = (config.get("metadata") or {}).get("prefix_cache") == "salted" or any(
+        d.get("prefix_cache") == "salted" or "salt_tokens" in d for d in docs
+    )
+    if salted:
+        raise Refused(
+            "prefix_cache",
+            path,
+            f'{task}: a salted run ("prefix_cache": "salted") is not a board entry: the salted '
+            "arm is compared with a plain run of the split (phasebench report PLAIN SALTED "
+            "--diff); submit the plain run, or a repeat run for the warm-versus-cold reading",
+        )
 
 
 def _check_tokenizer(

@@ -29,16 +29,17 @@ def _verdict(a: str, b: str, result: Mapping[str, Any]) -> str:
     """The compare page's first sentence for entries ``a`` and ``b`` (their labels) from the
     paired difference A − B score computed: which has the larger gap and the lower worst
     phase, by how much, with the paired interval and p, or that the two cannot be told apart
-    at this design. A difference counts where its p is at most the board's alpha."""
-    n_perm = result.get("n_perm")
+    at this design. A difference counts where score called it significant: its p at most the
+    board's alpha, exactly where its interval excludes 0 (one bootstrap gives both)."""
     names = {"A": f"A ({a})", "B": f"B ({b})"}
 
     def part(stat: metrics.Statistic) -> tuple[bool, float, str]:
         d = result[stat.key]
-        told = d["p_value"] is not None and d["p_value"] <= metrics.ALPHA
+        told = bool(d.get("significant"))
+        # the bootstrap's p, no permutation floor: written as it is
         shown = (f"A − B {format_value('difference', d['difference'])} "
                  f"{format_interval('difference', d['difference_ci'])}, "
-                 f"{format_value(metrics.get('p_value'), d['p_value'], n_perm)}")  # fmt: skip
+                 f"{format_value('p', d['p_value'])}")  # fmt: skip
         return told, d["difference"] or 0.0, shown
 
     gap_told, gap, gap_shown = part(metrics.get("gap"))
@@ -102,9 +103,7 @@ def compare_data(
                     "b": format_value(stat, part["before"]),
                     "difference": format_value("difference", part["difference"]),
                     "ci": format_interval("difference", part["difference_ci"]),
-                    "p": format_value(
-                        metrics.get("p_value"), part["p_value"], result.get("n_perm")
-                    ),  # fmt: skip
+                    "p": format_value("p", part["p_value"]),  # the bootstrap's, as it is
                 }
             )
         verdict = _verdict(entries[first]["label"], entries[second]["label"], result)

@@ -8,31 +8,30 @@ backend), and the task versions (:func:`identity_key`). ``Tiny-Random-Llama`` an
 ``tiny-random-llama`` at one revision are one model.
 
 **Who was there first** keeps its place; every later copy is refused (rule ``duplicate``).
-"First" is decided from the submissions' own history, in this order:
+"First" is decided from history the copier cannot rewrite, in this order:
 
 1. being on the earlier board (``leaderboard build`` reads the site it replaces, or
    ``--previous``): a published entry is never displaced by a new copy;
-2. the git history of the submissions folder (:class:`History`), when it is a git work tree:
-   the entry whose ``submission.yaml`` was added in a commit that is an **ancestor** of the
-   commits that added the others (or that the others are not committed yet) came first. A pull
-   request is built on the history it joins, so a copy can never be added before the entry it
-   copies; commit dates, which anyone can set, play no part, only ancestry;
-3. the run's recorded date (lm-eval's ``date`` in the results file), earlier first;
-4. nothing else: a **tie** (none of the above tells them apart) is refused on both sides (rule
-   ``duplicate``, each naming the other).
+2. the order in which the maintainers' branch received the entries (:class:`History`), when the
+   submissions folder is a git work tree: along the first-parent history of the checked-out
+   branch (``git log --first-parent``: main's own commits and the merges into it, never the
+   commits of a merged branch), the commit that introduced each entry's ``submission.yaml``;
+   the entry introduced by the earliest such commit came first, and a committed entry comes
+   before one not committed yet. A branch forked before the original and merged after it
+   arrives at its merge, after the original, however its own commits are ordered or dated
+   and whatever files of the original it re-adds;
+3. nothing else: a **tie** (none of the above tells them apart: neither committed, both
+   arrived in one commit, no git) is refused on both sides (rule ``duplicate``, each naming
+   the other).
 
 Why nothing else: a copy differs from its original only in what the copier chose (the model id's
-letter case, the folder name, the contact, and any field of its results it cares to rewrite), so
-for any rule that reads the two entries alone (the alphabetical order of the ids, which one
-"looks canonical", which one's results spell the model as its ``submission.yaml`` does, a hash
-of the files) the copier can make a copy that wins it. Only history the copier cannot rewrite
-(the earlier board, git ancestry) tells the original from the copy; where there is none, refusing
-both means a copy can at most hold an entry back until a maintainer removes the copy's folder,
-never take its place. The board's submissions live in git, so there a copy always loses.
-
-Dates are submitted data: a copy could be backdated, which only wins against an entry that is
-neither on a published board nor committed before it. The report names the entry that was kept
-and why.
+letter case, the folder name, the contact, and any field of its results, its run date
+included), so for any rule that reads the two entries alone (the run dates, the alphabetical
+order of the ids, which one "looks canonical", which one's results spell the model as its
+``submission.yaml`` does, a hash of the files) the copier can make a copy that wins it. Where
+there is no history, refusing both means a copy can at most hold an entry back until a
+maintainer removes the copy's folder, never take its place. The board's submissions live in
+git, so there a copy always loses. The report names the entry that was kept and why.
 
 **Supersedes.** ``supersedes: <revision>`` retires the entries of the same canonical model at
 that revision, with the same variant, precision, chat-template setting and serving engine, only
@@ -110,16 +109,14 @@ def arrival(sub: Any, incumbents: Collection[str] = ()) -> tuple:
 
 
 def _precedence(sub: Any, incumbents: Collection[str]) -> tuple:
-    recorded = sub.recorded if sub.recorded is not None else float("inf")
-    return (sub.name not in incumbents, recorded)
+    """Only the earlier board; the run's recorded date is submitted data and never counts."""
+    return (sub.name not in incumbents,)
 
 
 def _why_first(first: Any, incumbents: Collection[str], by_history: str | None = None) -> str:
     if first.name in incumbents:
         return "it is on the earlier board"
-    if by_history:
-        return f"it was added to the submissions first, in commit {by_history[:12]}"
-    return "its run is older"
+    return f"the maintainers' branch received it first, in commit {str(by_history)[:12]}"
 
 
 #: Seconds one git command may take before the history is taken as unknown.
@@ -127,14 +124,16 @@ GIT_TIMEOUT = 30
 
 
 class History:
-    """The git history of a submissions folder: which commit added each submission's
-    ``submission.yaml`` and whether one commit is an ancestor of another. Read only where two
-    entries are one (duplicates are rare), with git's own plumbing, bounded in time, and with
-    nothing of the repository's configuration that could run a command; where the folder is not
-    in a git work tree, or git is missing or fails, the history is unknown (never guessed)."""
+    """The git history of a submissions folder as the maintainers' branch received it: along
+    the first-parent history of the checked-out branch, the commit that introduced each
+    submission's ``submission.yaml``. Read only where two entries are one (duplicates are
+    rare), with git's own plumbing, bounded in time, and with nothing of the repository's
+    configuration that could run a command; where the folder is not in a git work tree, or git
+    is missing or fails, the history is unknown (never guessed)."""
 
     def __init__(self, root: Path | str) -> None:
         self.root = Path(root)
+        self._mainline: dict[str, int] | None = None
 
     def _git(self, *args: str) -> subprocess.CompletedProcess | None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
@@ -146,39 +145,45 @@ class History:
         except (OSError, subprocess.SubprocessError):
             return None
 
+    def mainline(self) -> dict[str, int]:
+        """``{commit: its place}`` along the first-parent history of ``HEAD``, oldest first
+        (empty where the history is unknown)."""
+        if self._mainline is None:
+            done = self._git("rev-list", "--first-parent", "--reverse", "HEAD")
+            ok = done is not None and done.returncode == 0
+            self._mainline = {c: i for i, c in enumerate(done.stdout.split())} if ok else {}
+        return self._mainline
+
     def added(self, name: str) -> str | None:
-        """The commit that added ``name``/submission.yaml (the earliest, if it was added more
-        than once), None where it is not committed or the history is unknown."""
+        """The first-parent commit that introduced ``name``/submission.yaml (a merge is read
+        against its first parent, so a merged branch's files arrive at the merge; the earliest,
+        if it was introduced more than once), None where it is not committed on this branch or
+        the history is unknown."""
         done = self._git(
-            "log", "--topo-order", "--no-renames", "--diff-filter=A", "--format=%H", "--",
-            f"{name}/submission.yaml",
+            "log", "--first-parent", "--diff-merges=first-parent", "--no-renames",
+            "--diff-filter=A", "--format=%H", "--", f"{name}/submission.yaml",
         )  # fmt: skip
         if done is None or done.returncode != 0:
             return None
-        commits = done.stdout.split()
-        return commits[-1] if commits else None
-
-    def is_ancestor(self, first: str, then: str) -> bool:
-        """Whether commit ``first`` is an ancestor of ``then`` (a commit is its own)."""
-        done = self._git("merge-base", "--is-ancestor", first, then)
-        return done is not None and done.returncode == 0
+        places = self.mainline()
+        commits = [c for c in done.stdout.split() if c in places]
+        return min(commits, key=places.__getitem__) if commits else None
 
     def first(self, group: Sequence[Any]) -> tuple[Any, str] | None:
-        """``(entry, commit)`` of the one entry of ``group`` added in a commit that is a proper
-        ancestor of the commits that added every other one (or that the other is not committed
-        yet); None when there is no such entry (none committed, two in one commit, branches
-        that do not descend from each other)."""
+        """``(entry, commit)`` of the one entry of ``group`` the branch received first (the
+        others introduced by later first-parent commits, or not committed yet); None when no
+        entry is alone in front (none committed, two introduced by one commit)."""
+        places = self.mainline()
         added = {sub.name: self.added(sub.name) for sub in group}
-        for sub in group:
-            mine = added[sub.name]
-            if mine is not None and all(
-                added[o.name] is None
-                or (added[o.name] != mine and self.is_ancestor(mine, added[o.name]))
-                for o in group
-                if o is not sub
-            ):
-                return sub, mine
-        return None
+        arrived = sorted(
+            (places[commit], sub.name, commit)
+            for sub in group
+            if (commit := added[sub.name]) is not None
+        )
+        if not arrived or (len(arrived) > 1 and arrived[0][0] == arrived[1][0]):
+            return None
+        _, name, commit = arrived[0]
+        return next(sub for sub in group if sub.name == name), commit
 
 
 def _supersede_problem(new: Any, old: Any) -> str | None:
@@ -232,10 +237,10 @@ def drop_superseded_and_duplicates(
                     sub,
                     f"{same} {others}"
                     + (
-                        ", and neither came first (not on an earlier board, not committed one "
-                        "after the other, the same run date): a tie is never broken by anything "
-                        "a copier chooses, so neither is published until the maintainers remove "
-                        "the copy"
+                        ", and neither came first (not on an earlier board, not received one "
+                        "after the other by the maintainers' git branch): a tie is never broken "
+                        "by anything a copier chooses (a run date included), so neither is "
+                        "published until the maintainers remove the copy"
                         if sub in tied
                         else ", which tie for first place"
                     ),

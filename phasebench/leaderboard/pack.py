@@ -33,7 +33,7 @@ from phasebench.leaderboard.collect import (
     Refused,
     iter_samples,
 )
-from phasebench.samples import ReadLimits, newest_samples, read_results
+from phasebench.samples import ReadLimits, newest_samples, read_results, run_name
 
 #: Sample ``doc`` strings longer than this are dropped by ``pack`` and restored from the
 #: regenerated split during validation (the prompt text, mostly).
@@ -205,6 +205,29 @@ def _pack_inspect(
     return files.targets
 
 
+def _check_one_model(files: list[Path]) -> None:
+    """The results files of a pack name one model (the model argument lm-eval names a run after,
+    :func:`phasebench.samples.run_name`): runs of two models in one ``--output_path`` would be
+    published under the one submission.yaml names. Refused in one line (:class:`SamplesError`)."""
+    models: dict[str, str] = {}
+    for path in files:
+        if not RESULTS_NAME.match(path.name):
+            continue
+        try:
+            config = read_results(path).get("config") or {}
+        except SamplesError:
+            continue  # validation refuses an unreadable results file with its rule
+        name = run_name(config.get("model_args") if isinstance(config, dict) else None)
+        if name is not None:
+            models.setdefault(name, path.name)
+    if len(models) > 1:
+        named = ", ".join(f"{ascii(name)[1:-1][:80]} ({file})" for name, file in models.items())
+        raise SamplesError(
+            f"the run's results name {len(models)} models: {named}; pack one model's run "
+            f"(run each model into its own --output_path)"
+        )
+
+
 def pack(
     source: Path | str,
     out: Path | str,
@@ -220,6 +243,11 @@ def pack(
     disk leaves no partial file). A file of the same name already in ``out`` is refused before
     any work unless ``overwrite`` (other files there, such as another run's, are kept)."""
     source, out = Path(source), Path(out)
+    if submission is not None and (Path(submission).is_symlink() or not Path(submission).is_file()):
+        raise SamplesError(
+            f"--submission {str(submission)!r} is a link or not a file; pass the submission.yaml "
+            f"file itself (pack copies no link's target, as it packs no linked samples)"
+        )
     if is_inspect_log(source):
         return _pack_inspect(source, out, submission, overwrite=overwrite)
     if not source.is_dir():
@@ -233,8 +261,10 @@ def pack(
             f"no results_*.json under {str(source)!r}; run lm-eval with --output_path and "
             f"--log_samples"
         )
+    files = run_files(folder)
+    _check_one_model(files)
     plan: list[tuple[Path, Path, bool]] = []  # (source file, packed file, gzip its samples?)
-    for path in run_files(folder):
+    for path in files:
         if RESULTS_NAME.match(path.name):
             plan.append((path, out / path.name, False))
         else:

@@ -13,6 +13,7 @@ Only text is read: nothing of a submission is evaluated or imported.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -68,10 +69,23 @@ def _parse_call(text: str, start: int) -> tuple[dict[str, Any], int] | None:
     return None
 
 
+#: The widest integer a setting is read as a number: beyond it (2**53) a browser, a JSON reader
+#: and a float round it, so it stays the text declared.
+_EXACT_INTEGER = 2**53
+
+
 def _value(raw: str) -> Any:
+    """A parameter's value: a number where the text is one that every reader keeps exactly (a
+    finite float, an integer within :data:`_EXACT_INTEGER`), else the text as declared
+    (``four``, ``NaN``, ``1e999``, a 250-digit integer): never a number rounded or infinite."""
     if _NUMBER.fullmatch(raw):
+        if re.fullmatch(r"-?\d+", raw):
+            number = int(raw)  # at most MAX_TEXT digits
+            return number if abs(number) <= _EXACT_INTEGER else raw
         number = float(raw)
-        return int(number) if number.is_integer() and "." not in raw else number
+        if math.isfinite(number):
+            return int(number) if number.is_integer() and "." not in raw else number
+        return raw
     return raw.strip("'\"")
 
 

@@ -17,12 +17,28 @@ from phasebench.leaderboard.schema import VERSION_TEXT
 _PORTABLE = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9._-]*/)?[A-Za-z0-9][A-Za-z0-9._+=:-]*$")
 #: Model arguments that name the model or its tokenizer: always taken from submission.yaml.
 _IDENTITY_ARGS = ("pretrained", "model", "revision", "tokenizer")
+#: The logged model arguments a published command passes on, beside the model, revision and
+#: tokenizer submission.yaml declares: lm-eval ``hf`` arguments that change what the model
+#: computes or reads, and the ``phasebench-kvpress`` backend's press and its settings. Nothing
+#: else a run logged reaches the command: not ``trust_remote_code``, ``peft`` or ``delta`` (code
+#: or weights the submitter chose), not a key lm-eval would split into two (``x,pretrained``).
+RUN_ARGS = frozenset(
+    {
+        "dtype", "max_length", "gguf_file", "add_bos_token", "prefix_token_id", "truncation",
+        "softmax_dtype", "backend", "attn_implementation", "enable_thinking", "think_end_token",
+        "press", "inner", "compression_ratio", "chunk_length", "block_size", "window_size",
+        "kernel_size", "n_sink", "n_last", "window", "stride",
+    }
+)  # fmt: skip
 
 
 def _portable_model_args(raw: RawSubmission, logged: Any) -> str:
     """``--model_args`` another machine can run: the model and revision from submission.yaml,
-    the tokenizer arguments it declares, then the run's other logged arguments (``dtype``,
-    ``max_length``, ...) whose values are portable. Local paths (``pretrained=/home/...``,
+    the tokenizer arguments it declares, then the run's other logged arguments named in
+    :data:`RUN_ARGS` (``dtype``, ``max_length``, ...) whose values are portable: a plain name,
+    number or Hub id, which holds no ``,`` (lm-eval splits the string there, quoted or not,
+    in ``simple_parse_args_string``) and no quote or bracket (its command line's parser reads
+    those). Local paths (``pretrained=/home/...``,
     ``.../site-packages/...``) never reach the page. The revision is passed only when the run
     loaded the model by its Hub id (:func:`_loaded_from_hub`): for a local folder or a GGUF file
     it is a hash of the weights, which the Hub would refuse as a commit."""
@@ -43,8 +59,8 @@ def _portable_model_args(raw: RawSubmission, logged: Any) -> str:
     for key, value in logged.items():
         text = str(value)
         if (
-            key not in args
-            and key not in _IDENTITY_ARGS
+            key in RUN_ARGS
+            and key not in args
             and isinstance(value, str | int | float)
             and _PORTABLE.match(text)
             and len(text) <= 100
@@ -82,9 +98,11 @@ def command(raw: RawSubmission, results: dict, tasks: Sequence[str]) -> str:
         return _inspect_command(raw, metadata, tasks)
     knobs = {
         k: metadata[k]
-        for k in ("max_seq_lengths", "phase_modulus", "n_base", "seed")
+        for k in ("max_seq_lengths", "phase_modulus", "n_base", "seed", "prefix_cache")
         if k in metadata
     }
+    if knobs.get("prefix_cache") not in ("repeat", "salted"):  # the arm a repeat entry ran
+        knobs.pop("prefix_cache", None)
     model_args = _portable_model_args(raw, config.get("model_args"))
     command = [
         "phasebench", "eval", "--model", str(raw.meta["backend"]), "--model_args", model_args,

@@ -5,6 +5,7 @@ number is a row's own, computed by :mod:`phasebench.stats` through the scoring."
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -57,6 +58,10 @@ def findings(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def _finite_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def settings(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Methods across settings: for each model, task and KV-cache method whose entries (one per
     configuration: no earlier design, no fixture)
@@ -70,8 +75,8 @@ def settings(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         if row.get("fixture") or row.get("design_of") or row.get("gap") is None:
             continue
         for axis in SETTING_AXES:
-            if axis not in params:
-                continue
+            if not _finite_number(params.get(axis)):
+                continue  # absent, or declared as text (four, NaN): shown as text, not lined up
             fixed = tuple(sorted((k, str(v)) for k, v in params.items() if k != axis))
             key = (row["model"], row["task"], row["kv_method"], axis, fixed)
             groups.setdefault(key, []).append(row)

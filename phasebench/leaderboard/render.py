@@ -16,6 +16,7 @@ import datetime
 import functools
 import json
 import os
+import re
 from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
@@ -42,11 +43,29 @@ STATIC_PAGES = ("about.html", "submit.html")
 SITE_MARKER = ".phasebench-site"
 
 
+#: What a page never shows as it is (:data:`~phasebench.leaderboard.collect.INVISIBLE` less
+#: tab and newline, which a prompt's window keeps): controls, and the characters that reorder
+#: or hide text (a response holding U+202E would read backwards).
+_HIDDEN = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]"
+)
+
+
+def _shown(value: Any) -> Any:
+    """Every value a template writes (jinja's ``finalize``, before autoescaping): a hidden
+    character becomes its escape, ``\\u202e``, so a page shows what the text holds."""
+    if isinstance(value, str) and _HIDDEN.search(value):
+        text = _HIDDEN.sub(lambda m: ascii(m.group())[1:-1], str(value))
+        return Markup(text) if isinstance(value, Markup) else text
+    return value
+
+
 def environment() -> jinja2.Environment:
     loader = jinja2.FileSystemLoader(str(resources.files("phasebench.leaderboard") / "templates"))
     env = jinja2.Environment(
         loader=loader,
         autoescape=True,  # every page: submission text is always escaped
+        finalize=_shown,  # ... and every hidden character shown as its escape
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         auto_reload=False,

@@ -5,12 +5,13 @@ rendered from (compute -> JSON -> render).
 One leaderboard row per (submission, task, length). A *board* is one task at one length, phase
 modulus, phase axis and set of phases (:func:`_board_key`): a minimum over 12 phases is not
 comparable with one over 4, so runs that differ there are never ranked together. Within a
-board, models are ranked by worst phase with a rank that respects uncertainty: a model's rank is
-1 + the number of models whose interval lower bound lies above its upper bound, so models whose
-intervals overlap share a rank. The average ranking is computed the same way and offered as a
-toggle. Reported (published, not reproduced) rows are carried along but never ranked, and
-neither are test fixtures (``fixture: true`` in ``submission.yaml``: a random or toy model that
-shows the pipeline). A row whose design cannot detect a gap of
+board, models are ranked by worst phase with a place from paired comparisons on the base items
+the entries share (:func:`phasebench.stats.ranks.paired_ranks`: 1 + the number of entries
+significantly better, places following the statistic, entries the paired test cannot separate
+sharing a place; the rank interval from the same tests). The average ranking is computed the
+same way and offered as a toggle. Reported (published, not reproduced) rows are carried along
+but never ranked, and neither are test fixtures (``fixture: true`` in ``submission.yaml``: a
+random or toy model that shows the pipeline). A row whose design cannot detect a gap of
 :data:`phasebench.metrics.PRELIMINARY_GAP` is ranked but marked ``preliminary`` and never
 called a board's leader.
 
@@ -140,32 +141,6 @@ def _lacks_a_statistic(summary: Mapping[str, Any]) -> bool:
     )
 
 
-def _rank(rows: Sequence[dict], ci_key: str) -> list[int | None]:
-    """1 + number of rows whose lower bound is above this row's upper bound; test fixtures
-    are not ranked (None) and do not count."""
-    ranks: list[int | None] = []
-    rows_all, rows = rows, [r for r in rows if not r.get("fixture")]
-    for row in rows_all:
-        if row.get("fixture"):
-            ranks.append(None)
-            continue
-        hi = row[ci_key][1] if row[ci_key][1] is not None else row[ci_key.removesuffix("_ci")]
-        ranks.append(
-            1
-            + sum(
-                1 for o in rows if o is not row and o[ci_key][0] is not None and o[ci_key][0] > hi
-            )
-        )
-    return ranks
-
-
-RANK_INTERVAL_NOTE = (
-    f"the central {metrics.LEVEL} range of the places an entry takes over paired bootstrap "
-    "resamples of the base items (one resample drives every entry of a board; 1 + the number "
-    "of entries above it in that resample)"
-)
-
-
 def _kv_fields(kv_cache: str | None) -> dict[str, Any]:
     """A row's KV-cache label (whole, for tables), method and parameters, read from the
     declared text (:func:`~phasebench.leaderboard.presses.describe_kv_cache`)."""
@@ -255,22 +230,26 @@ def comparisons(
     return out
 
 
-def _rank_intervals(
-    members: Sequence[dict[str, Any]], matrices: Mapping[int, tuple[list[Any], np.ndarray]]
+def _places(
+    members: Sequence[dict[str, Any]],
+    ranked: Sequence[dict[str, Any]],
+    matrices: Mapping[int, tuple[list[Any], np.ndarray]],
 ) -> None:
-    """Each ranked row's ``rank_worst_interval`` and ``rank_average_interval``
-    (:func:`phasebench.stats.ranks.rank_intervals`); fixtures take no place (None)."""
-    from phasebench.stats.ranks import rank_intervals
+    """Each of a board's rows' place and rank interval by the ranking statistic
+    (``rank_worst``, ``rank_worst_interval``) and by the average (``rank_average``,
+    ``rank_average_interval``), from paired comparisons of the ``ranked`` rows alone on their
+    shared base items (:func:`phasebench.stats.ranks.paired_ranks`); a row not ranked has
+    None."""
+    from phasebench.stats.ranks import paired_ranks
 
-    ranked = [r for r in members if not r.get("fixture")]
-    for key, statistic in (("rank_worst_interval", metrics.RANKING.key),
-                           ("rank_average_interval", "acc")):  # fmt: skip
+    for key, statistic in (("rank_worst", metrics.RANKING.key), ("rank_average", "acc")):
         for row in members:
-            row[key] = None
-        intervals = rank_intervals([matrices[id(r)] for r in ranked], statistic,
-                                   n_boot=metrics.N_BOOT, seed=metrics.SEED)  # fmt: skip
-        for row, interval in zip(ranked, intervals, strict=True):
-            row[key] = list(interval) if interval is not None else None
+            row[key] = row[f"{key}_interval"] = None
+        places = paired_ranks([matrices[id(r)] for r in ranked], statistic,
+                              n_boot=metrics.N_BOOT, seed=metrics.SEED)  # fmt: skip
+        for row, place in zip(ranked, places, strict=True):
+            if place is not None:
+                row[key], row[f"{key}_interval"] = place.place, list(place.interval)
 
 
 def _lowest_ties(per_phase: Sequence[float | None] | None) -> list[int] | None:
@@ -291,6 +270,8 @@ def _anchor(row: Mapping[str, Any]) -> str:
 
 def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The whole leaderboard as one JSON-ready dict (rows, per-model detail, rejections)."""
+    from phasebench.stats.ranks import RANK_INTERVAL_RULE, RANK_RULE
+
     rows: list[dict[str, Any]] = []
     models: dict[str, Any] = {}
     matrices: dict[int, tuple[list[Any], np.ndarray]] = {}  # each row's units and phase matrix
@@ -385,16 +366,7 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
         _standing.assign(members, {r["task"]: r["chance"] for r in members})
         # places and rank intervals over the ranked rows only (one per configuration; no
         # reference, at-floor row or fixture takes or holds a place)
-        ranked = [r for r in members if r["ranked"]]
-        for row in members:
-            row["rank_worst"] = row["rank_average"] = None
-            row["rank_worst_interval"] = row["rank_average_interval"] = None
-        for row, rank in zip(ranked, _rank(ranked, metrics.RANKING.column_interval), strict=True):
-            row["rank_worst"] = rank
-        for row, rank in zip(ranked, _rank(ranked, "acc_ci"), strict=True):
-            row["rank_average"] = rank
-        if ranked:
-            _rank_intervals(ranked, matrices)
+        _places(members, [r for r in members if r["ranked"]], matrices)
     heads = _standing.heads(rows)
     rows.sort(key=lambda r: (r["board"], _standing.order_key(r, heads, metrics.RANKING.column)))
     compared = {
@@ -408,9 +380,8 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
             "n_perm": metrics.N_PERM,
             "seed": metrics.SEED,
             "alpha": metrics.ALPHA,
-            "rank": "1 + number of models whose interval lower bound is above this model's "
-            "upper bound (cross-fitted worst phase by default, average as a toggle)",
-            "rank_interval": RANK_INTERVAL_NOTE,
+            "rank": f"{RANK_RULE} (cross-fitted worst phase by default, average as a toggle)",
+            "rank_interval": RANK_INTERVAL_RULE,
             "rank_reason": "the plain worst phase is the minimum of noisy per-phase means and "
             "is biased low, more so with fewer base items; the cross-fitted worst phase (chosen "
             "on half the items, measured on the other half) is measured by simulation to be "

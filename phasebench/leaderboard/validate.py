@@ -94,7 +94,7 @@ class Submission:
     samples: pd.DataFrame
     task_versions: dict[str, str]
     #: lm-eval's ``date`` of the run (seconds since the epoch; the earliest results file), None
-    #: when unreadable: the order in which entries arrived, when no earlier board says.
+    #: when unreadable: whether a ``supersedes`` run is later (never who came first: identity).
     recorded: float | None = None
     #: A maintainer's mark (``by``, ``date``, ``note``) after re-running the model, else None.
     reproduced: dict[str, str] | None = None

@@ -23,6 +23,7 @@ from phasebench._version import GENERATOR_VERSION
 from phasebench.atomic import remove_entry, staged_folder
 from phasebench.errors import EvalError, SpecError, SplitError, TokenizerError
 from phasebench.families import get_family
+from phasebench.samples import REPEAT_READS
 from phasebench.specs import DEFAULT_MODULUS, DEFAULT_SEED, TOKENIZER_ARG_NAMES, SplitSpec
 from phasebench.tokenization import (
     PhaseTokenizer,
@@ -120,8 +121,9 @@ def _length_phases(value: Any) -> str | None:
 
 #: The arms of the prefix-cache axis (``"prefix_cache"`` in ``--metadata``; docs/serving.md).
 PREFIX_CACHE_ARMS = ("repeat", "salted")
-#: The two reads of one prompt in a ``repeat`` run, in the order they are sent (a doc's ``read``).
-READS = ("cold", "warm")
+#: The reads of one prompt in a ``repeat`` run, in the order they are sent (a doc's ``read``;
+#: declared in :data:`phasebench.samples.REPEAT_READS`, where report and leaderboard read it).
+READS = REPEAT_READS
 
 
 def prefix_cache_arm(kwargs: Mapping[str, Any]) -> str | None:

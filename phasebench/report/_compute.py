@@ -12,7 +12,7 @@ from typing import Any
 
 from phasebench import metrics
 from phasebench._version import __version__
-from phasebench.cache_reads import repeat_comparison
+from phasebench.cache_reads import one_at_a_time_problem, read_order_problem, repeat_comparison
 from phasebench.errors import SamplesError, SpecError, StatsError, debugging, first_line
 from phasebench.families import get_family
 from phasebench.report._read import REPORT_FORMAT, Run
@@ -56,8 +56,13 @@ def build_report(
     for run in runs:
         tasks: dict[str, dict[str, Any]] = {}
         for task, samples in run.samples.items():
-            groups, served = _group(task, samples)
+            left_out: dict[tuple[str, int], list[ScoredRecord]] = {}
+            groups, served = _group(task, samples, left_out=left_out)
             warm_vs_cold = repeat_comparison(task, samples)
+            if warm_vs_cold and (
+                order := read_order_problem(samples) or one_at_a_time_problem(run.config)
+            ):
+                raise SamplesError(f"not a measurement: {run.source}: {task}: {order}")
             for key, witness in served.items():
                 if fed_off_label(witness["agree"], witness["disagree"], witness["unverified"]):
                     total = sum(witness[state] for state in SERVED_STATES)
@@ -85,6 +90,12 @@ def build_report(
                         f"{run.source}: {label} length {length}: samples of an unexpected shape "
                         f"({type(exc).__name__}: {first_line(exc)})"
                     ) from None
+                if problem := left_out_problem(
+                    records, left_out.get((label, length), []), summary, n_perm=n_perm, seed=seed
+                ):
+                    raise SamplesError(
+                        f"not a measurement: {run.source}: {label} length {length}: {problem}"
+                    )
                 tasks.setdefault(label, {})[str(length)] = {
                     "task": label,
                     "length": length,
@@ -103,7 +114,10 @@ def build_report(
 
 
 def _group(
-    task: str, samples: list[dict[str, Any]], identity: dict | None = None
+    task: str,
+    samples: list[dict[str, Any]],
+    identity: dict | None = None,
+    left_out: dict | None = None,
 ) -> tuple[dict[tuple[str, int], list[ScoredRecord]], dict[tuple[str, int], dict[str, Any]]]:
     """Scored records per (task label, config length), and per group the server's witness:
     how many samples' server counts agree with their labels, disagree, or were not reported,
@@ -111,7 +125,8 @@ def _group(
     are not phasebench docs are left out, and so are samples whose server count disagrees (the
     model read another sequence than the one the phases were computed for); a phasebench doc
     with a broken field is refused with the sample's number. ``identity``, when given, gets
-    per group what identifies its split (:func:`_split_identity`)."""
+    per group what identifies its split (:func:`_split_identity`); ``left_out``, when given,
+    the scored records of the samples left out because their server count disagrees."""
     filters = sorted({str(s.get("filter", "none")) for s in samples})
     groups: dict[tuple[str, int], list[ScoredRecord]] = defaultdict(list)
     served: dict[tuple[str, int], dict[str, Any]] = {}
@@ -142,6 +157,8 @@ def _group(
                 f"{where}: doc.phase_modulus {doc['phase_modulus']} is above {MAX_MODULUS}, the "
                 f"largest modulus a phasebench split has"
             )
+        if problem := salt_problem(doc):
+            raise SamplesError(f"not a measurement: {where}: {problem}")
         label = task if len(filters) == 1 else f"{task}/{s.get('filter', 'none')}"
         key = (label, config_length(doc))
         docs[key].append(_doc_identity(doc, s.get("doc_hash")))
@@ -152,14 +169,6 @@ def _group(
         if state is not None:  # through an API server
             witness = served.setdefault(key, dict.fromkeys(SERVED_STATES, 0) | {"first": None})
             witness[state] += 1
-        if state == "disagree":
-            if witness["first"] is None:
-                witness["first"] = {
-                    "id": str(doc.get("id", number)),
-                    "label": served_label(doc),
-                    "count": int(s[SERVED_KEY][1]),
-                }
-            continue
         acc = _number(s.get("acc"), f"{where}: acc")
         try:
             family = get_family(str(doc["family"]))
@@ -170,6 +179,16 @@ def _group(
             record = scored_record(doc, acc, margin)
         except (KeyError, TypeError, ValueError) as exc:
             raise SamplesError(f"{where}: doc field {exc} is missing or not a number") from None
+        if state == "disagree":
+            if witness["first"] is None:
+                witness["first"] = {
+                    "id": str(doc.get("id", number)),
+                    "label": served_label(doc),
+                    "count": int(s[SERVED_KEY][1]),
+                }
+            if left_out is not None:
+                left_out.setdefault(key, []).append(record)
+            continue
         if not 0 <= record.phase < record.modulus:
             raise SamplesError(f"{where}: phase {record.phase} is not in 0..{record.modulus - 1}")
         cell = (record.unit, record.phase, doc.get("length"), record.length_phase, record.pad)
@@ -188,6 +207,59 @@ def _group(
     if identity is not None:
         identity.update({key: _split_identity(rows) for key, rows in docs.items()})
     return groups, served
+
+
+def left_out_problem(
+    records: Sequence[ScoredRecord],
+    left_out: Sequence[ScoredRecord],
+    summary: Mapping[str, Any],
+    *,
+    n_perm: int,
+    seed: int,
+) -> str | None:
+    """Whether the gap's significance rests on the samples left out because the server read
+    another sequence than labelled (None where it does not, or where nothing was left out or
+    tested). The left-out samples are put back at their labelled phases counted wrong, then
+    counted right: the two bounds of what they could have scored. Where the verdict
+    (significant or not) differs between the bounds, the rows left out can make or unmake the
+    gap alone (37 right answers of phase 0 left out of a flat model make a gap of 11.9
+    points), and the run is not a measurement (docs/serving.md)."""
+    if not left_out or summary.get("significant") is None:
+        return None
+    verdicts = {}
+    for counted, acc in (("wrong", 0.0), ("right", 1.0)):
+        together = [*records, *(r._replace(acc=acc) for r in left_out)]
+        bound = summarize_samples(together, n_boot=0, n_perm=n_perm, seed=seed)
+        verdicts[counted] = bool(bound.get("significant"))
+    if verdicts["wrong"] == verdicts["right"]:
+        return None
+    phases = sorted({r.phase for r in left_out})
+    return (
+        f"the gap's significance rests on the {len(left_out)} samples left out (the server's "
+        f"count disagrees with the label; phase(s) {', '.join(map(str, phases[:8]))}): "
+        f"significant with them counted {'wrong' if verdicts['wrong'] else 'right'}, not with "
+        f"them counted {'right' if verdicts['wrong'] else 'wrong'}; rerun so the server reads "
+        f"the labelled sequences"
+    )
+
+
+def salt_problem(doc: Mapping[str, Any]) -> str | None:
+    """What is wrong with a salted read's salt (None for an unsalted doc, or a salt that is a
+    positive multiple of P tokens): a salt of ``s`` tokens moves every token by ``s``, so
+    unless ``s`` is a multiple of P each phase label is off by ``s mod P`` and the gap is
+    measured between the wrong phases (:mod:`phasebench.salting`)."""
+    if doc.get("prefix_cache") != "salted" and "salt_tokens" not in doc:
+        return None
+    salt, modulus = doc.get("salt_tokens"), int(doc["phase_modulus"])
+    if isinstance(salt, bool) or not isinstance(salt, int) or salt <= 0:
+        return f"a salted read without a salt token count (doc.salt_tokens is {salt!r})"
+    if salt % modulus:
+        return (
+            f"a salted read whose salt is {salt} tokens, not a multiple of P = {modulus}: every "
+            f"phase label is off by {salt % modulus} (phasebench's salted arm pads its salt to "
+            f"a multiple of P; check a split with phasebench verify --prefix-cache salted)"
+        )
+    return None
 
 
 #: What identifies the split a group of samples came from, in the order a mismatch is named.

@@ -18,12 +18,12 @@ def difference_report(
     runs: Sequence[Run],
     *,
     n_boot: int = metrics.N_BOOT,
-    n_perm: int = metrics.N_PERM,
     seed: int = metrics.SEED,
 ) -> dict[str, Any]:
     """Two runs of one split, before then after: per (task, length) both ran,
     :func:`phasebench.stats.compare_runs` (the difference after minus before in gap and in
-    worst phase, paired bootstrap interval, permutation p), as the report's ``difference``.
+    worst phase, paired bootstrap interval and the p-value it inverts to), as the report's
+    ``difference``.
 
     Refused (:class:`SamplesError`, one line) unless there are exactly two runs sharing at
     least one (task, length), each shared one of the same split: the same tokenizer
@@ -65,8 +65,7 @@ def difference_report(
                 "and tokenizer)"
             )
         try:
-            diff = compare_runs(groups_a[key], groups_b[key], n_boot=n_boot, n_perm=n_perm,
-                                seed=seed)  # fmt: skip
+            diff = compare_runs(groups_a[key], groups_b[key], n_boot=n_boot, seed=seed)
         except StatsError as exc:
             raise SamplesError(f"{key[0]} length {key[1]}: {exc}") from None
         split = {k: _one(ids_a[key][k]) for k in ("tokenizer_fingerprint", "seed", "docs_digest")}

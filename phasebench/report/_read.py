@@ -44,6 +44,9 @@ class Run:
     name: str
     source: str
     samples: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    #: lm-eval's ``config`` of the run's newest results file (batch size, model arguments),
+    #: empty where there is none
+    config: dict[str, Any] = field(default_factory=dict)
 
 
 def load_runs(paths: Sequence[str | Path]) -> tuple[list[Run], list[dict[str, Any]]]:
@@ -103,7 +106,7 @@ def _read_once(runs: list[Run]) -> list[Run]:
     for run in runs:
         key = tuple(
             (task, tuple(sorted(json.dumps(
-                [s.get("doc_id"), (s.get("doc") or {}).get("id"), s.get("doc_hash"),
+                [s.get("doc_id"), _doc_id(s), s.get("doc_hash"),
                  s.get("filtered_resps"), s.get("acc"), s.get("margin")],
                 sort_keys=True, default=str,
             ) for s in samples)))
@@ -154,11 +157,26 @@ def _samples_next_to(results_file: Path) -> list[Path]:
     )  # fmt: skip
 
 
+def _doc_id(sample: dict[str, Any]) -> Any:
+    """The logged doc's id; None where the doc is not an object (refused when it is scored)."""
+    doc = sample.get("doc")
+    return doc.get("id") if isinstance(doc, dict) else None
+
+
 def _read_run(folder: Path, files: list[Path]) -> Run:
-    run = Run(name=_model_name(folder), source=str(folder))
+    run = Run(name=_model_name(folder), source=str(folder), config=_config(folder))
     for task, f in newest_samples(files).items():
         run.samples[task] = list(iter_samples(f))
     return run
+
+
+def _config(folder: Path) -> dict[str, Any]:
+    results = sorted(p for p in folder.glob("results_*.json") if RESULTS_NAME.match(p.name))
+    try:
+        config = read_results(results[-1]).get("config") if results else None
+    except SamplesError:
+        config = None
+    return config if isinstance(config, dict) else {}
 
 
 def _model_name(folder: Path) -> str:

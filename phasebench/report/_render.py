@@ -88,21 +88,22 @@ def render_tables(report: dict[str, Any]) -> str:
 
 def _difference_block(diff: Mapping[str, Any]) -> str:
     """The two-run difference: per task and length, each compared statistic before, after,
-    the difference (after minus before) with its paired bootstrap interval and permutation p."""
+    the difference (after minus before) with its paired bootstrap interval and the p it
+    inverts to."""
     from phasebench.stats.compare import COMPARED
 
     declared = {stat.key: stat for stat in metrics.statistics()}
     lines = [
         f"difference  {diff['after']} minus {diff['before']} (points; paired over the base "
-        "items both ran: one bootstrap resample drives both runs, p from swapping the runs "
-        "within base items)"
+        "items both ran: one bootstrap resample drives both runs; the interval and p come from it "
+        "and agree)"
     ]
     for task, lengths in diff["tasks"].items():
         for length, e in sorted(lengths.items(), key=lambda kv: int(kv[0])):
             lines.append(f"  {task}  length {length}  ({e['n_base']} base items)")
             for key in COMPARED:
                 d, stat = e[key], declared[key]
-                p = format_p(d["p_value"], e.get("n_perm")) or "n/a"
+                p = format_p(d["p_value"], None) or "n/a"  # the bootstrap's p: no permutation floor
                 p = p if p.startswith("<") else f"= {p}"
                 before, after = (
                     format_value(stat, d[k], style=TERMINAL) for k in ("before", "after")
@@ -181,7 +182,7 @@ def legend(report: Mapping[str, Any] | None = None) -> str:
         for lengths in body["tasks"].values()
         for e in lengths.values()
     ]
-    lines = ["legend (points, 0-100; intervals 95%, paired bootstrap over base items)"]
+    lines = ["legend (points, 0-100; intervals 95%, paired bootstrap over base items unless said)"]
     for stat in metrics.statistics():
         if not stat.terminal or not stat.help:
             continue

@@ -19,7 +19,8 @@ Randomness comes only from :func:`phasebench.rng.derive_rng` keyed by the ``seed
 the same matrix and seed give identical numbers.
 
 One module per job: :mod:`~phasebench.stats.intervals` (Wilson, t, the paired bootstrap),
-:mod:`~phasebench.stats.permutation` (the permutation null of the gap, Cochran's Q),
+:mod:`~phasebench.stats.permutation` (the permutation test of the gap and the interval it
+inverts to, Cochran's Q),
 :mod:`~phasebench.stats.crossfit` (the cross-fitted worst phase), :mod:`~phasebench.stats.periods`
 (folds, spectrum, period and the periods the data are consistent with, phase-lock rate),
 :mod:`~phasebench.stats.compare` (two runs of one split: the difference in gap and worst phase,

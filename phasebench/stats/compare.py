@@ -4,36 +4,37 @@ The question after a fix (phase-randomised training, a new stride, a new serving
 the weak spot smaller now?". Both runs saw the same prompts, so every base item is a pair of
 rows, one per run, and item difficulty cancels in the difference:
 
-- the interval is a paired bootstrap: one resample of base items drives both runs;
-- the p-value is a permutation test: under "the two runs do not differ", swapping the two
-  runs' rows of a base item changes nothing, so the run labels are swapped within items at
-  random and the difference recomputed (two-sided, ``(1 + #as extreme) / (1 + n_perm)``;
-  identical runs give a difference of 0 and p = 1).
+- the interval and the p-value come from one paired bootstrap (one resample of base items
+  drives both runs): the interval is the ``k``-th smallest to the ``k``-th largest of the
+  resampled differences, ``k = floor(alpha / 2 (1 + n_boot))``, and the p-value is the one
+  that interval inverts to, ``2 min(1 + #{<= 0}, 1 + #{>= 0}) / (1 + n_boot)`` (at most 1;
+  identical runs give a difference of 0 and p = 1). ``p <= alpha`` exactly when the interval
+  excludes 0, so a row cannot show a difference "significant" by one method and not by
+  the other. (A permutation test of swapped run labels tests another hypothesis, that the
+  two runs are exchangeable, and disagreed with the bootstrap interval on real boards.)
 
 "Worst phase" is the cross-fitted worst phase, the number the leaderboard ranks by
 (:func:`~phasebench.stats.crossfit.crossfit_worst`), with its half-splits drawn once and shared
-by both runs, every resample and every permutation.
+by both runs and every resample.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
-from phasebench.design.settings import ALPHA, N_BOOT, N_PERM, SEED
+from phasebench.design.settings import ALPHA, N_BOOT, SEED
 from phasebench.errors import StatsError
 from phasebench.metrics import RANKING
 from phasebench.rng import derive_rng
 from phasebench.stats._common import _BLOCK_ELEMENTS, _jsonable, _quiet, _ratio
 from phasebench.stats.crossfit import CROSSFIT_BOOT_SPLITS, CROSSFIT_SPLITS, _random_halves
-from phasebench.stats.intervals import _percentile
 from phasebench.stats.paired import top_axis, unit_matrix
 from phasebench.stats.records import ScoredRecord
 
-#: Half-splits of the worst phase's permutation statistic (see :func:`compare_runs`).
-PERM_SPLITS = 20
 #: The worst phase compared: the statistic boards rank by (:data:`phasebench.metrics.RANKING`).
 _WORST = RANKING.key
 #: The statistics compared, in the order shown (their summary keys; labels and units are
@@ -46,7 +47,6 @@ def compare_runs(
     after: Iterable[ScoredRecord | Sequence[Any]],
     *,
     n_boot: int = N_BOOT,
-    n_perm: int = N_PERM,
     seed: int = SEED,
     alpha: float = ALPHA,
 ) -> dict[str, Any]:
@@ -55,8 +55,9 @@ def compare_runs(
 
     Returns, JSON-ready: ``n_base`` (shared paired units), ``modulus``, the settings, and per
     compared statistic (:data:`COMPARED`: the gap and the worst phase) ``before``, ``after``,
-    ``difference``, ``difference_ci`` (paired bootstrap percentile interval at ``1 - alpha``)
-    and ``p_value`` (permutation of the run labels within base items, two-sided). The caller
+    ``difference``, ``difference_ci`` (paired bootstrap interval at ``1 - alpha``),
+    ``p_value`` (the two-sided p-value that interval inverts to) and ``significant``
+    (``p_value <= alpha``, exactly when the interval excludes 0). The caller
     checks that the runs are of one split (same spec and tokenizer)."""
     a = [ScoredRecord.of(r) for r in before]
     b = [ScoredRecord.of(r) for r in after]
@@ -98,54 +99,53 @@ def compare_runs(
         boot["gap"].append(_gap(fb, pb, w) - _gap(fa, pa, w))
         boot[_WORST].append(_crossfit(fb, pb, w, h) - _crossfit(fa, pa, w, h))
 
-    # Permutation: the two runs' rows of each base item swapped with probability 1/2. The
-    # worst phase's test statistic is its difference over the first PERM_SPLITS of the
-    # half-splits, observed and permuted alike (the test stays exact; 200 splits per
-    # permutation would cost ten times as much for a statistic that hardly differs).
-    perm_rng = derive_rng(seed, "stats", "compare", "permutation")
-    few = halves[:PERM_SPLITS]
-    (fa, pa), (fb, pb) = data
-    test = {
-        "gap": observed["gap"][1] - observed["gap"][0],
-        _WORST: float(_crossfit(fb, pb, ones, few) - _crossfit(fa, pa, ones, few)),
-    }
-    null = {key: [] for key in COMPARED}
-    for k in _blocks(n_perm, _BLOCK_ELEMENTS // (n * PERM_SPLITS)):
-        swap = (perm_rng.random((k, n)) < 0.5)[:, :, None]
-        (fa, pa), (fb, pb) = data
-        fa2, fb2 = np.where(swap, fb, fa), np.where(swap, fa, fb)
-        pa2, pb2 = np.where(swap, pb, pa), np.where(swap, pa, pb)
-        null["gap"].append(_gap(fb2, pb2, ones) - _gap(fa2, pa2, ones))
-        null[_WORST].append(_crossfit(fb2, pb2, ones, few) - _crossfit(fa2, pa2, ones, few))
     boot = {key: np.concatenate(v) if v else np.empty(0) for key, v in boot.items()}
-    null = {key: np.concatenate(v) if v else np.empty(0) for key, v in null.items()}
 
     out: dict[str, Any] = {
         "n_base": n,
         "modulus": modulus,
         "n_boot": n_boot,
-        "n_perm": n_perm,
         "seed": seed,
         "alpha": alpha,
     }
     for key in COMPARED:
         value_a, value_b = observed[key]
         diff = value_b - value_a
-        if n_perm:
-            extreme = np.abs(null[key]) >= abs(test[key]) - 1e-12
-            p_value = (1 + int(np.sum(extreme))) / (1 + n_perm)
-        else:
-            p_value = float("nan")
-        with _quiet():
-            ci = _percentile(boot[key], alpha) if n_boot else (float("nan"), float("nan"))
+        ci, p_value, significant = bootstrap_test(boot[key], alpha)
         out[key] = {
             "before": value_a,
             "after": value_b,
             "difference": diff,
             "difference_ci": ci,
             "p_value": p_value,
+            "significant": significant,
         }
     return _jsonable(out)
+
+
+def bootstrap_test(
+    values: np.ndarray, alpha: float = ALPHA
+) -> tuple[tuple[float, float], float, bool]:
+    """The interval of a difference from its bootstrap replicates ``values`` (NaN dropped),
+    the two-sided p-value of "the difference is 0" that the interval inverts to, and whether
+    the difference is significant (``p <= alpha``, decided on the counts).
+
+    With ``B`` replicates and ``k = floor(alpha / 2 (1 + B))``: the interval runs from the
+    ``k``-th smallest to the ``k``-th largest replicate; ``p = 2 min(1 + #{<= 0},
+    1 + #{>= 0}) / (1 + B)``, at most 1. ``p <= alpha`` exactly when fewer than ``k``
+    replicates lie on the far side of 0, which is exactly when the interval excludes 0.
+    ``k < 1`` (too few replicates for ``alpha``) gives no interval (NaN) and a p above
+    ``alpha``."""
+    values = np.sort(values[~np.isnan(values)])
+    b = len(values)
+    if not b:
+        return (math.nan, math.nan), math.nan, False
+    far = min(int(np.sum(values <= 0)), int(np.sum(values >= 0)))
+    p = min(1.0, 2 * (1 + far) / (1 + b))
+    k = math.floor(alpha / 2 * (1 + b) + 1e-12)
+    if k < 1:
+        return (math.nan, math.nan), p, False
+    return (float(values[k - 1]), float(values[b - k])), p, far <= k - 1
 
 
 def _blocks(total: int, size: int) -> list[int]:

@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from phasebench.design.settings import ALPHA, N_BOOT, N_PERM
+from phasebench.design.settings import ALPHA, N_PERM
 from phasebench.errors import StatsError
 
 #: The looks, as fractions of the fixed design's base items (a prefix of them each time).
@@ -191,57 +191,48 @@ def _phase_means(sums: np.ndarray, modulus: int, n: int) -> np.ndarray:
     return np.stack(fields, axis=-1).astype(float) / n
 
 
-def _gap_spread(means: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    gap = np.ptp(means, axis=-1)
-    spread = ((means - means.mean(axis=-1, keepdims=True)) ** 2).sum(axis=-1)
-    return gap, spread
-
-
 def fast_gap_p(matrices: np.ndarray, rng: np.random.Generator, n_perm: int = N_PERM) -> np.ndarray:
     """The permutation p-value of the gap for a stack of complete 0/1 phase matrices
     (``runs x n x P``), as :func:`phasebench.stats.summarize` defines it: phase labels shuffled
-    within each base item, at-least-as-extreme = a larger gap, or the same gap with at least
-    the same spread, ``(1 + count) / (1 + n_perm)``.
+    within each base item, ``(1 + #{null gap >= gap}) / (1 + n_perm)``.
 
     Drawn another way: a row with k ones shuffled uniformly is a uniform draw among the
     C(P, k) rows with k ones, so one random integer per row replaces a sort of P keys, and the
     per-phase means come from a histogram of row codes. Same null distribution, same statistic,
     another random stream: the p-values agree with ``summarize``'s up to Monte Carlo error
     (``tests/stats/test_sequential.py``)."""
+    gap, null = _fast_null(matrices, rng, n_perm)
+    return (1 + (null >= gap[:, None] - 1e-12).sum(axis=1)) / (1 + n_perm)
+
+
+def fast_gap_upper(
+    matrices: np.ndarray, rng: np.random.Generator, n_perm: int = N_PERM, alpha: float = ALPHA
+) -> np.ndarray:
+    """The upper end of the gap's interval for a stack of complete 0/1 phase matrices, as
+    :func:`phasebench.stats.summarize` builds it (the gap plus the permutation test's critical
+    value, the ``floor(alpha (1 + n_perm))``-th largest null gap; at most 1), from
+    :func:`fast_gap_p`'s draws."""
+    gap, null = _fast_null(matrices, rng, n_perm)
+    k = math.floor(alpha * (1 + n_perm) + 1e-12)
+    if k < 1:
+        return np.ones(len(gap))
+    critical = np.sort(null, axis=1)[:, n_perm - k]
+    return np.minimum(1.0, gap + critical)
+
+
+def _fast_null(
+    matrices: np.ndarray, rng: np.random.Generator, n_perm: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each run's gap and its ``n_perm`` null gaps (runs x n_perm), drawn by row codes."""
     m = np.asarray(matrices)
     runs, n, modulus = m.shape
     flat, start, size, packed = _codes(modulus)
     ones = m.sum(axis=2).astype(np.int64)  # runs x n
-    gap, spread = _gap_spread(m.mean(axis=1))
+    gap = np.ptp(m.mean(axis=1), axis=-1)
     u = rng.random((runs, n_perm, n), dtype=np.float32)
     u *= size[ones][:, None, :].astype(np.float32)
     pick = u.astype(np.int32)
     pick += start[ones][:, None, :].astype(np.int32)
     # one word at a time: indexing each word's table is several times faster than both at once
     sums = np.stack([packed[w, flat][pick].sum(axis=-1) for w in range(len(packed))])
-    null_gap, null_spread = _gap_spread(_phase_means(sums, modulus, n))
-    tied = np.abs(null_gap - gap[:, None]) <= 1e-12
-    exceed = (null_gap > gap[:, None] + 1e-12) | (tied & (null_spread >= spread[:, None] - 1e-12))
-    return (1 + exceed.sum(axis=1)) / (1 + n_perm)
-
-
-def fast_gap_upper(
-    matrices: np.ndarray, rng: np.random.Generator, n_boot: int = N_BOOT, alpha: float = ALPHA
-) -> np.ndarray:
-    """The upper end of the gap's interval for a stack of complete 0/1 phase matrices, as
-    :func:`phasebench.stats.summarize` builds it (paired bootstrap of base items; gap + twice
-    the ``1 - alpha`` quantile of the largest deviation of a phase contrast; at most 1),
-    resampling row codes instead of weighting rows."""
-    m = np.asarray(matrices)
-    runs, n, modulus = m.shape
-    _, _, _, packed = _codes(modulus)
-    rows = packed[:, _row_codes(m)]  # words x runs x n
-    est = m.mean(axis=1)
-    contrast = est - est.mean(axis=1, keepdims=True)
-    pick = rng.integers(0, n, size=(runs, n_boot, n), dtype=np.int32)
-    pick += (np.arange(runs, dtype=np.int32) * n)[:, None, None]
-    sums = np.stack([word.ravel()[pick].sum(axis=-1) for word in rows])
-    boot = _phase_means(sums, modulus, n)
-    dev = np.abs(boot - boot.mean(axis=2, keepdims=True) - contrast[:, None, :]).max(axis=2)
-    c_gap = np.quantile(dev, 1 - alpha, axis=1)
-    return np.minimum(1.0, np.ptp(est, axis=1) + 2 * c_gap)
+    return gap, np.ptp(_phase_means(sums, modulus, n), axis=-1)

@@ -36,7 +36,7 @@ from phasebench.stats.periods import (
     fold,
     period_spectrum,
 )
-from phasebench.stats.permutation import cochran_q, gap_p_value
+from phasebench.stats.permutation import cochran_q, gap_test
 
 
 def phase_matrix(
@@ -166,16 +166,17 @@ def summarize(
     - intervals come from a paired bootstrap over base items (one resample of rows drives
       every phase). The average is smooth: percentile interval. Worst and gap are not (a min
       or range of tied noisy means is biased, and percentile intervals of it cover the truth
-      far less than nominal when phases tie, e.g. a square stride-4 profile). They are derived
-      from a simultaneous band instead: c = the 1-alpha quantile of max_p |boot_p - est_p|, so
-      every true phase mean lies in est_p +- c with probability ~1-alpha, and the true worst
-      in [min(est - c), min(est + c)]. The gap uses the same construction on the phase
-      contrasts (phase minus average; item difficulty cancels): gap +- 2 c_contrast, clipped
-      at 0. Conservative by construction;
+      far less than nominal when phases tie, e.g. a square stride-4 profile). The lowest
+      phase's interval is derived from a simultaneous band instead: c = the 1-alpha quantile
+      of max_p |boot_p - est_p|, so every true phase mean lies in est_p +- c with probability
+      ~1-alpha, and the true lowest in [min(est - c), min(est + c)]. Conservative by
+      construction;
     - ``p_value``: permutation test of the gap, phase labels shuffled within each base item,
-      ``(1 + #{null at least as extreme}) / (1 + n_perm)`` so it is never 0 and the test is
-      exact at any ``n_perm``; equal gaps (common with 0/1 data) are ordered by the spread of
-      the profile; ``significant`` is ``p_value <= alpha``;
+      ``(1 + #{null gap >= gap}) / (1 + n_perm)`` so it is never 0 and the test is exact at
+      any ``n_perm``; ``significant`` is ``p_value <= alpha``;
+    - ``gap_ci``: from the same shuffles (:func:`~phasebench.stats.permutation.gap_test`):
+      gap +- the test's critical value, cut at 0 (and at 1 for 0/1 data), so its lower end is
+      above 0 exactly when the gap is significant;
     - Cochran's Q on complete rows (binary only);
     - ``dominant_period``: see :func:`dominant_period`; None unless the gap is significant;
       ``consistent_periods``: it and any other period the data are consistent with.
@@ -207,30 +208,25 @@ def summarize(
 
     # Paired bootstrap: multinomial row weights are exactly "resample n rows with replacement".
     boot = _bootstrap_phase_means(filled, present, n_boot, derive_rng(seed, "stats", "bootstrap"))
-    acc_ci = lowest_ci = gap_ci = (math.nan, math.nan)
+    acc_ci = lowest_ci = (math.nan, math.nan)
     if boot.shape[0]:
         with _quiet():
             acc_ci = _percentile(np.nanmean(boot, axis=1), alpha)
             # Simultaneous band: every phase mean within +-c of its estimate with prob 1-alpha.
             c = _quantile(np.nanmax(np.abs(boot - acc_p), axis=1), 1 - alpha)
-            # Same for the phase contrasts (phase minus average of phases): item difficulty,
-            # shared by a row, cancels, so the gap band is as tight as the pairing allows.
-            contrast = boot - np.nanmean(boot, axis=1, keepdims=True)
-            c_gap = _quantile(np.nanmax(np.abs(contrast - (acc_p - acc)), axis=1), 1 - alpha)
         lo_p, hi_p = acc_p - c, acc_p + c
         if binary:
             lo_p, hi_p = np.clip(lo_p, 0.0, 1.0), np.clip(hi_p, 0.0, 1.0)
         lowest_ci = (float(np.nanmin(lo_p)), float(np.nanmin(hi_p)))
-        gap_ci = (max(0.0, gap - 2 * c_gap), gap + 2 * c_gap)
-        if binary:
-            gap_ci = (gap_ci[0], min(1.0, gap_ci[1]))
 
     crossfit, crossfit_ci = crossfit_worst(filled, present, n_boot=n_boot, seed=seed, alpha=alpha)
 
-    p_value, null_mean, null_q95 = gap_p_value(
-        m, acc_p, n_perm, derive_rng(seed, "stats", "permutation")
-    )
-    significant = bool(p_value <= alpha)
+    test = gap_test(m, acc_p, n_perm, derive_rng(seed, "stats", "permutation"), alpha)
+    p_value, null_mean, null_q95 = test.p, test.null_mean, test.null_q95
+    significant = bool(test.significant)
+    gap_ci = test.interval
+    if binary:
+        gap_ci = (gap_ci[0], min(1.0, gap_ci[1]))
 
     q = q_p = None
     if binary:

@@ -141,9 +141,9 @@ def test_each_simulated_model_is_found_on_its_own_axis(weak, other):
 def test_both_axes_run_through_lm_eval_on_smollm2(tmp_path):
     """niah with both axes crossed (4 base items x 2 needle phases x 2 length phases at 256
     tokens: the plumbing, not the statistics, which the tests above pin) through ``phasebench
-    eval`` on SmolLM2-135M-Instruct's GGUF (``hf``): the split is generated for the model's
-    tokenizer and verified, the lm-eval aggregates and ``phasebench report`` give both profiles
-    and the 2-D table."""
+    eval`` on SmolLM2-135M-Instruct's GGUF (``hf``): the model retrieves the needle, the split
+    is generated for the model's tokenizer and verified, the lm-eval aggregates and
+    ``phasebench report`` give both profiles and the 2-D table."""
     import subprocess
     import sys
 
@@ -164,6 +164,11 @@ def test_both_axes_run_through_lm_eval_on_smollm2(tmp_path):
     assert {(s["doc"]["phase"], s["doc"]["length_phase"]) for s in logged} == {
         (0, 0), (0, 1), (1, 0), (1, 1)}  # fmt: skip
     table = results["results"]["phasebench_niah"]
+    # a real model retrieves the needle: SmolLM2 found it in all 16 prompts when measured
+    # (docs/tasks.md: 7 needles of 8 at 1,024 tokens); the suite's one check of niah retrieval
+    # by a real model
+    retrieved = {s["doc"]["base_id"] for s in logged if s["acc"] == 1.0}
+    assert len(retrieved) >= 2 and table["acc,none"] > 0.5, table["acc,none"]
     for key in ("acc_lowest_phase", "phase_gap", "acc_lowest_length_phase", "length_phase_gap",
                 "length_phase_gap_p_value", "length_phase_period"):  # fmt: skip
         assert f"{key},none" in table, sorted(table)

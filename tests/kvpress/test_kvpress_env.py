@@ -1,10 +1,12 @@
-"""phasebench-kvpress in its own environment, built by the test: kvpress pins transformers<5.3,
+"""phasebench-kvpress in its own environment, built for the tests: kvpress pins transformers<5.3,
 so it cannot share the main environment (transformers 5.24, pandas 3).
 
-The fixture makes a virtual environment in a temporary folder, installs torch (the version the
-main environment runs) and this project with its ``kvpress`` extra from a copy of the source
-tree, pinned by constraints-kvpress.txt (pip may reach the package index; nothing downloads a
-model), and runs tests/kvpress/kvpress_checks.py there: a handful of real phasebench kv
+The environment is a virtual environment in the session's temporary folder with torch (the
+version the main environment runs) and this project with its ``kvpress`` extra from a copy of the
+source tree, pinned by constraints-kvpress.txt (pip may reach the package index; nothing
+downloads a model), built by ``tests/support/kvpress_env.py``: in the background from the moment
+the session has collected these tests, the suite's slowest setup running beside the other tests.
+The tests run tests/kvpress/kvpress_checks.py there: a handful of real phasebench kv
 prompts through the backend with a tiny random 2-layer Llama (the cache shrinks, labels do
 not move, ragged presses run), then
 ``phasebench eval --model phasebench-kvpress`` end to end. Back in the main environment, the
@@ -19,10 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import subprocess
-import venv
-from importlib.metadata import version
 from pathlib import Path
 
 import pytest
@@ -31,37 +30,22 @@ import yaml
 from phasebench.leaderboard.pack import pack
 from phasebench.leaderboard.score import score
 from phasebench.leaderboard.validate import validate_all
-from support.lmeval import ROOT, copy_source
+from support import kvpress_env
+from support.lmeval import ROOT
 from support.lmeval import offline_env as env
 
 pytestmark = pytest.mark.slow
 
 
-def _pip(python: str, *args: str) -> None:
-    proc = subprocess.run(
-        [python, "-m", "pip", "install", "-q", *args],
-        capture_output=True,
-        text=True,
-        timeout=1800,
-    )
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
-
-
 @pytest.fixture(scope="module")
 def kvpress_python(tmp_path_factory) -> str:
+    """The kvpress environment's python: the one the session started building in the background
+    when it collected these tests (``tests/conftest.py``), waited for, or built here."""
     reuse = os.environ.get("PHASEBENCH_KVPRESS_PYTHON")
     if reuse:
         assert Path(reuse).exists(), f"PHASEBENCH_KVPRESS_PYTHON={reuse} does not exist"
         return reuse
-    base = tmp_path_factory.mktemp("kvpress-env")
-    src = copy_source(base / "src")
-    venv.create(base / "venv", with_pip=True)
-    python = str(base / "venv" / "bin" / "python")
-    pins = str(ROOT / "constraints-kvpress.txt")  # the versions the extra was tested with
-    _pip(python, "-c", pins, f"torch=={version('torch').split('+')[0]}")
-    _pip(python, "-c", pins, f"{src}[kvpress]")
-    shutil.rmtree(src)
-    return python
+    return kvpress_env.build(kvpress_env.session_folder(tmp_path_factory.getbasetemp()))
 
 
 @pytest.fixture(scope="module")

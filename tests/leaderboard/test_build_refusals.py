@@ -224,3 +224,38 @@ def test_a_killed_build_leaves_no_scratch_folder_and_no_traceback(
                            capture_output=True, text=True, timeout=300)  # fmt: skip
     left = [p.name for p in tmp.iterdir() if p.name.startswith("phasebench-lb-")]
     assert again.returncode == 0 and not left, (again.stderr, left)
+
+
+@pytest.mark.slow
+def test_odd_kv_cache_settings_never_stop_the_build(tmp_path, submission_rows, regen_cache):
+    """Entries of one model whose declared press reads ``chunk_length`` as 4, 8, ``1e999``,
+    ``four``, ``NaN`` or a 250-digit number: the site is built, the methods reading lines up
+    the finite numbers only, and an odd setting is shown as the text declared (never rounded)."""
+    import dataclasses
+
+    from phasebench.leaderboard.render import build_site
+    from phasebench.leaderboard.score import score
+
+    subs, site = tmp_path / "subs", tmp_path / "site"
+    make_submission(subs, submission_rows, model="acme/m", seed=1)
+    validated = validate_all(subs, tasks=TASKS, cache=regen_cache)
+    (entry,) = validated.accepted
+    long = "9" * 250
+    odd = {"c4": "4", "c8": "8", "inf": "1e999", "four": "four", "nan": "NaN", "long": long}
+    outcome = dataclasses.replace(validated, accepted=[
+        dataclasses.replace(entry, name=f"{entry.name}+{name}", meta={
+            **entry.meta, "variant": name, "backend": "phasebench-kvpress",
+            "kv_cache": f"ChunkPress(chunk_length={chunk}, compression_ratio=0.25)"})
+        for name, chunk in odd.items()
+    ])  # fmt: skip
+    board = score(outcome)
+    build_site(board, site, built="2026-12-07", submissions=subs)
+    labels = {r["variant"]: r["kv_label"] for r in board["rows"]}
+    assert labels["inf"] == "Chunk · chunk 1e999 · ratio 0.25" and labels["four"].startswith(
+        "Chunk · chunk four"
+    )
+    assert labels["nan"].startswith("Chunk · chunk NaN") and f"chunk {long} " in labels["long"]
+    (series,) = [s for s in board["settings"] if s["axis"] == "chunk_length"]
+    assert series["values"] == [4, 8]
+    html = "".join(p.read_text() for p in site.rglob("*.html"))
+    assert long in html and "1e999" in html

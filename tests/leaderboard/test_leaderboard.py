@@ -525,3 +525,33 @@ def test_build_fails_when_every_new_entry_is_refused(
     make_submission(subs, submission_rows, model="acme/bad", meta={"license": "<b>"})
     assert main(build) == 1  # the earlier site's entry is not new; the one new entry refused
     assert "acme__bad" in capsys.readouterr().err.strip().splitlines()[-1]
+
+
+def test_pack_refuses_runs_of_two_models_and_a_linked_submission(tmp_path, submission_rows):
+    """Run A (kv, orgA/model-x) and a later run B (niah, orgB/model-y) in one output folder:
+    before, both were packed under the one submission.yaml; now pack refuses, naming both. A
+    --submission that is a link is refused too (pack copied its target, /etc/hostname)."""
+    from phasebench.errors import SamplesError
+
+    folder = make_submission(tmp_path / "raw", submission_rows, model="orgA/model-x")
+    first = json.loads(next(folder.glob("results_*.json")).read_text())
+    first["config"]["model_args"] = "pretrained=orgA/model-x,dtype=float32"
+    next(folder.glob("results_*.json")).write_text(json.dumps(first))
+    later = "2026-12-01T00-00-00.000000"
+    second = {**first, "results": {"phasebench_niah": {}},
+              "config": {**first["config"], "model_args": "pretrained=orgB/model-y"}}  # fmt: skip
+    (folder / f"results_{later}.json").write_text(json.dumps(second))
+    shutil.copy(next(folder.glob("samples_*.jsonl")),
+                folder / f"samples_phasebench_niah_{later}.jsonl")  # fmt: skip
+    out = tmp_path / "subs" / "orgA__model-x" / REVISION
+    with pytest.raises(SamplesError, match="name 2 models: orgA/model-x .*, orgB/model-y"):
+        pack(folder, out, folder / "submission.yaml")
+    assert not out.exists()
+    for name in (f"results_{later}.json", f"samples_phasebench_niah_{later}.jsonl"):
+        (folder / name).unlink()
+    link = tmp_path / "submission.yaml"
+    link.symlink_to(folder / "submission.yaml")
+    with pytest.raises(SamplesError, match="is a link or not a file"):
+        pack(folder, out, link)
+    assert not out.exists()
+    assert {p.name for p in pack(folder, out, folder / "submission.yaml")} >= {"submission.yaml"}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -185,6 +186,42 @@ def test_the_command_passes_a_revision_only_for_a_hub_load():
     gguf = {"config": {"model_args": {"pretrained": "acme/m", "gguf_file": "m.Q4_1.gguf"}}}
     line = command(SimpleNamespace(meta=meta), gguf, ["phasebench_kv"])
     assert "revision=" not in line and "gguf_file=m.Q4_1.gguf" in line
+
+
+@pytest.mark.parametrize("logged_as", ["dict", "string"])
+def test_the_command_runs_only_the_declared_model(logged_as):
+    """Hostile logged model arguments (a key lm-eval would split into a second ``pretrained``,
+    ``trust_remote_code``, a shell metacharacter): the shown command, split as a shell does and
+    parsed by lm-eval's own command line parser and by ``simple_parse_args_string``, names the
+    submission.yaml model and revision and passes on only allow-listed arguments."""
+    from phasebench.lmeval_compat import parse_model_args, parse_run_args
+
+    revision = "b" * 40
+    meta = {"model": "phasebench/tiny-random-llama", "revision": revision, "backend": "hf",
+            "chat_template": False, "tokenizer": {"name": "phasebench-ref"}}  # fmt: skip
+    hostile = {"pretrained": "phasebench/tiny-random-llama", "x,pretrained": "evil/other-model",
+               "trust_remote_code": "True", "peft": "evil/adapter", "dtype": "float32",
+               "max_length": 4096, "a=b": "c", "y": "$(touch /tmp/pwned)",
+               "chunk_length": "4,pretrained=evil/m", "press": "chunk'kv"}  # fmt: skip
+    logged = hostile if logged_as == "dict" else ",".join(f"{k}={v}" for k, v in hostile.items())
+    results = {
+        "config": {"model_args": logged},
+        "configs": {"phasebench_kv": {"metadata": {"prefix_cache": "repeat", "seed": 0}}},
+    }
+    line = command(SimpleNamespace(meta=meta), results, ["phasebench_kv"])
+    argv = shlex.split(line, comments=True)  # a string log names evil/...: a note line first
+    assert argv[:2] == ["phasebench", "eval"]
+    # a string log is read as lm-eval reads it: its last pretrained= (evil/...) is what was
+    # loaded, not the Hub id, so no revision; its chunk_length=4 is a setting of its own
+    pinned = {"revision": revision} if logged_as == "dict" else {"chunk_length": 4}
+    parsed = parse_run_args(argv[2:])
+    text = argv[argv.index("--model_args") + 1]
+    for args in (parsed.model_args, parse_model_args(text)):
+        assert args == {"pretrained": "phasebench/tiny-random-llama", **pinned,
+                        "dtype": "float32", "max_length": 4096}  # fmt: skip
+    assert parsed.model == "hf" and "trust_remote_code" not in line
+    assert json.loads(parsed.metadata if isinstance(parsed.metadata, str) else
+                      json.dumps(parsed.metadata))["prefix_cache"] == "repeat"  # fmt: skip
 
 
 def test_labels_never_overlap_or_leave_the_plot():

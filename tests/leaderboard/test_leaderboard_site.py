@@ -212,3 +212,19 @@ def test_findings_periods_rank_intervals_and_comparisons_reach_the_pages(board, 
             assert result[stat]["after"] == swapped[stat]["before"]
     compare = (site / "compare" / f"{Path(board_page(sensitive['board'])).stem}.html").read_text()
     assert all(key in compare for key in pairs)
+
+
+def test_bidi_controls_in_a_response_are_shown_escaped(board, tmp_path):
+    """A response holding U+202E (and the other bidi overrides and isolates): before, written
+    raw on the samples page (the text after it reads backwards); now each is its escape."""
+    hostile = copy.deepcopy(board)
+    detail = next(d for d in hostile["models"].values() if any(b["samples"] for b in d["boards"]))
+    shown = next(b for b in detail["boards"] if b["samples"])
+    controls = "\u202e\u202d\u2066\u2067\u2068\u2069\u200f\u061c"
+    first = shown["samples"][0]
+    first["response"] = f"42{controls}gnp.exe"
+    out = tmp_path / "site"
+    build_site(hostile, out, built=BUILT)
+    text = next(out.glob("models/*-samples.html")).read_text(encoding="utf-8")
+    assert not set(controls) & set(text)
+    assert "42" + "".join(ascii(c)[1:-1] for c in controls) + "gnp.exe" in text

@@ -9,6 +9,7 @@ import csv
 import json
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -17,6 +18,7 @@ from phasebench.cli import main
 from phasebench.leaderboard.render import board_page
 from phasebench.leaderboard.validate import validate_all
 from support.hostile import (
+    DATE,
     HUB_REPO,
     HUB_REVISION,
     LATER,
@@ -30,11 +32,13 @@ from support.hostile import (
     gzip_repeating,
     memory_hog,
 )
-from support.submissions import REVISION, TASK, TASKS, make_submission
+from support.submissions import REVISION, TASK, TASKS, make_submission, write_lmeval
 
 #: Address space a validation may add in the memory-limit test: a plain submission fits, the
 #: memory hog (within every size cap) does not.
 HOG_BUDGET = 1 << 30
+#: A results date a day before the run's own: a backdated copy.
+EARLIER = DATE - 86400.0
 
 
 def _outcome_rules(outcome) -> dict[str, str]:
@@ -220,16 +224,18 @@ def test_the_first_entry_keeps_its_place_against_a_case_changed_copy(
     assert refused["problems"][0]["rule"] == "duplicate"
 
 
-def test_without_an_earlier_board_the_earlier_run_comes_first(
-    tmp_path, submission_rows, regen_cache
-):
+def test_without_history_a_backdated_copy_never_wins(tmp_path, submission_rows, regen_cache):
+    """No earlier board and no git: a case-changed copy whose results date is a day earlier
+    (before: kept, "its run is older", and the original refused) ties with the original, and
+    both are refused, each naming the other: a run date is the copier's to set."""
     subs = tmp_path / "subs"
     make_submission(subs, submission_rows, model="acme/m")
     copy = make_submission(subs, submission_rows, model="ACME/M")
-    _edit_results(copy, date=LATER)
+    _edit_results(copy, date=EARLIER)
     outcome = validate_all(subs, tasks=TASKS, cache=regen_cache)
-    assert [s.meta["model"] for s in outcome.accepted] == ["acme/m"]
-    assert _outcome_rules(outcome) == {f"ACME__M/{REVISION}": "duplicate"}
+    assert outcome.accepted == []
+    assert _outcome_rules(outcome) == {f"ACME__M/{REVISION}": "duplicate",
+                                       f"acme__m/{REVISION}": "duplicate"}  # fmt: skip
     # Unicode look-alikes are one model too (NFKC): refused by the schema's ASCII-only names
     from phasebench.leaderboard.identity import canonical_model
 
@@ -496,3 +502,142 @@ def test_an_honest_chat_template_submission_keeps_its_relabelled_phases(tmp_path
     ((name, (problem,)),) = outcome.refused
     assert name.startswith("acme__chat-shifted") and problem.rule == "hash", problem
     assert "relabelled by its chat template" in problem.message, problem
+
+
+def _git(repo: Path, *args: str) -> str:
+    import subprocess
+
+    who = ["-c", "user.name=t", "-c", "user.email=t@example.org", "-c", "commit.gpgsign=false"]
+    done = subprocess.run(["git", *who, "-C", str(repo), *args], capture_output=True, text=True,
+                          check=True)  # fmt: skip
+    return done.stdout.strip()
+
+
+def _entry(repo: Path, model: str, date: float) -> SimpleNamespace:
+    """An accepted entry as identity reads it, its submission.yaml written under ``repo``."""
+    name = f"{model.replace('/', '__')}/{REVISION}"
+    (repo / name).mkdir(parents=True, exist_ok=True)
+    (repo / name / "submission.yaml").write_text(f"model: {model}\n")
+    meta = {"model": model, "revision": REVISION, "precision": "bfloat16",
+            "chat_template": False, "contact": "x@example.org"}  # fmt: skip
+    return SimpleNamespace(name=name, meta=meta, task_versions=TASKS, recorded=date)
+
+
+@pytest.mark.parametrize("copy_date", [EARLIER, DATE], ids=["backdated", "same date"])
+@pytest.mark.parametrize("readds", [False, True], ids=["copy alone", "re-adding the original"])
+def test_a_branch_forked_before_the_original_and_merged_later_loses(tmp_path, copy_date, readds):
+    """The original committed on main; a case-changed copy committed on a branch forked from the
+    commit before it (a day backdated or not, re-adding the original's files or not), merged
+    later with --no-ff. Before: the backdated copy was kept and the original refused, the others
+    tied and both were refused. Now main's first-parent history received the original first."""
+    from phasebench.leaderboard.identity import History, drop_superseded_and_duplicates
+
+    repo = tmp_path / "subs"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    (repo / "README").write_text("submissions\n")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "start")
+    original = _entry(repo, "acme/m", DATE)
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "original")
+    _git(repo, "checkout", "-qb", "copy", "HEAD~1")
+    copy = _entry(repo, "ACME/M", copy_date)
+    if readds:
+        _entry(repo, "acme/m", DATE)
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "copy", "--date", "2000-01-01T00:00:00")
+    _git(repo, "checkout", "-q", "main")
+    _git(repo, "merge", "-q", "--no-ff", "-m", "merge the copy", "copy")
+    history = History(repo)
+    kept, _, refused = drop_superseded_and_duplicates([copy, original], history=history)
+    assert [s.name for s in kept] == [original.name]
+    ((name, (problem,)),) = refused
+    assert name == copy.name and problem.rule == "duplicate"
+    first = _git(repo, "rev-parse", "main~1")
+    assert f"received it first, in commit {first[:12]}" in problem.message
+    # both introduced by one commit of main: nothing tells them apart, both refused; an entry
+    # not committed yet comes after a committed one
+    tied = tmp_path / "tied"
+    tied.mkdir()
+    _git(tied, "init", "-q", "-b", "main")
+    pair = [_entry(tied, "acme/m", DATE), _entry(tied, "ACME/M", copy_date)]
+    _git(tied, "add", "-A")
+    _git(tied, "commit", "-qm", "both")
+    kept, _, refused = drop_superseded_and_duplicates(pair, history=History(tied))
+    assert kept == [] and len(refused) == 2
+    late = _entry(tied, "Acme/M", EARLIER)
+    kept, _, refused = drop_superseded_and_duplicates([late, pair[0]], history=History(tied))
+    assert [s.name for s in kept] == [pair[0].name] and refused[0][0] == late.name
+
+
+@pytest.mark.slow
+def test_an_honest_salted_run_is_refused_as_an_arm_not_an_entry(
+    tmp_path, submission_rows, regen_cache, deepseek
+):
+    """Before: ``[hash] sample 1: doc.length differs from the split``, which does not say why.
+    Now the refusal says that a salted arm is not a board entry and what to submit."""
+    from phasebench.salting import salt_row
+
+    subs = tmp_path / "subs"
+    salted = [salt_row(row, deepseek) for row in submission_rows]
+    folder = make_submission(subs, salted, model="acme/salted")
+    results = next(folder.glob("results_*.json"))
+    data = json.loads(results.read_text())
+    data["configs"][TASK]["metadata"]["prefix_cache"] = "salted"
+    data["configs"][TASK]["metadata"]["max_seq_lengths"] = [submission_rows[0]["length"]]
+    results.write_text(json.dumps(data))
+    outcome = validate_all(subs, tasks=TASKS, cache=regen_cache)
+    ((_, (problem,)),) = outcome.refused
+    assert problem.rule == "prefix_cache", problem
+    assert "a salted run" in problem.message and "is not a board entry" in problem.message
+
+
+def _repeat_records(rows: list[dict], order: str) -> list[dict]:
+    """A repeat run's records: every prompt read cold then warm at consecutive doc ids (the
+    arm's order), or all cold reads then all warm ones, or each warm read before its cold
+    twin (the docs' ``read`` labels swapped)."""
+    from support.submissions import sample_record
+
+    n, records = len(rows), []
+    for i, row in enumerate(rows):
+        at = {"cold": 2 * i, "warm": 2 * i + 1}
+        if order == "all cold, then all warm":
+            at = {"cold": i, "warm": n + i}
+        elif order == "warm first":
+            at = {"cold": 2 * i + 1, "warm": 2 * i}
+        for read in ("cold", "warm"):
+            record = sample_record(at[read], {**row, "read": read}, " " + row["answer"])
+            if read == "warm":
+                record["acc_warm"], record["metrics"] = record.pop("acc"), ["acc_warm"]
+            records.append(record)
+    return sorted(records, key=lambda r: r["doc_id"])  # lm-eval logs in doc_id order
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "order", ["all cold, then all warm", "warm first", "batch_size 4", "num_concurrent 4"]
+)
+def test_a_repeat_run_out_of_the_arms_order_is_refused(
+    tmp_path, submission_rows, regen_cache, order
+):
+    """Before: accepted and read as "cold, then warm ... McNemar p 1.1e-19". Now the board
+    checks the reads against the order the arm sends them in (each cold read right before its
+    warm twin) and the logged config (batch size 1, no concurrency)."""
+    folder = make_submission(tmp_path / "subs", submission_rows, accuracy=[1.0] * 8)
+    for path in [*folder.glob("samples_*"), *folder.glob("results_*")]:
+        path.unlink()
+    records = _repeat_records(submission_rows, "arm" if " 4" in order else order)
+    config = {"model": "hf", "model_args": "pretrained=acme/phase-model", "limit": None}
+    if order == "batch_size 4":
+        config["batch_size"] = 4
+    elif order == "num_concurrent 4":
+        config["model_args"] += ",num_concurrent=4"
+    table = {"alias": TASK, "acc,none": 1.0, "acc_stderr,none": "N/A", "acc_warm,none": 1.0}
+    write_lmeval(folder, records, results={TASK: table}, config=config)
+    outcome = validate_all(tmp_path / "subs", tasks=TASKS, cache=regen_cache)
+    ((_, (problem,)),) = outcome.refused
+    assert problem.rule == "prefix_cache", problem
+    assert "not a repeat run's order" in problem.message
+    word = order.split()[0] if " 4" in order else "repeat run reads each prompt cold, then warm"
+    assert word in problem.message

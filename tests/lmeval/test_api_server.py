@@ -13,6 +13,10 @@ must be the anchor's index in the templated sequence.
 llama-cpp-python's server runs the same checks by ``benchmarks/check_api_server.py --server
 llama-cpp``, not here: it has no prebuilt CPU wheel and compiles for 29 minutes
 (``tests/support/openai_server.py``).
+
+The prefix-cache repeat arm (every prompt read twice) runs end to end once, through the loopback
+server of ``tests/test_prefix_cache.py``; ``benchmarks/check_api_server.py`` runs it against
+this server (``check_repeat``).
 """
 
 from __future__ import annotations
@@ -24,7 +28,6 @@ from support.api_checks import (
     check_chat,
     check_completions,
     check_length_axis,
-    check_repeat,
     check_witness_catches_retokenizing,
 )
 from support.openai_server import serve
@@ -62,11 +65,44 @@ def test_both_axes_through_the_server(server, tmp_path):
     assert check_length_axis(server, tmp_path)
 
 
+#: A prompt of the user's own for ``phasebench probe`` (``{{shift}}`` moves the needle).
+PROBE_PROMPT = (
+    "Read the notes below, then answer the question.\n"
+    "The weather report said the harbour stayed calm all week.\n"
+    "{{shift}}The special magic number for velmorax is 48213.\n"
+    "The ferry left on time and the market opened at noon.\n"
+    "{{balance}}{{question}}Question: what is the special magic number for velmorax?\n"
+    "Answer:"
+)
+
+
 @pytest.mark.slow
-def test_repeat_reads_agree_on_a_correct_server(server, tmp_path):
-    """The clean case of the prefix-cache axis: every prompt read twice in a row, warm vs cold
-    not significant (tests/test_prefix_cache.py has the faulty case)."""
-    assert check_repeat(server, tmp_path)
+def test_probe_through_the_server(server, tmp_path, capsys):
+    """``phasebench probe`` through ``local-completions`` against the same server: its
+    usage.prompt_tokens must equal every checked shift's length (the witness), and the server
+    read the checked text of every shift. (It ran in tests/probe/ on a server of its own; one
+    server start serves both.)"""
+    import json
+
+    from phasebench.cli import main
+
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text(PROBE_PROMPT, encoding="utf-8")
+    args = (f"model={server.model},base_url={server.url}/v1/completions,"
+            f"tokenizer={server.tokenizer},max_length=2048,tokenizer_backend=huggingface,"
+            f"tokenized_requests=False")  # fmt: skip
+    seen = len(server.recorder.on("/v1/completions"))
+    code = main(["probe", str(prompt), "--model", "local-completions", "--model_args", args,
+                 "--expect", "48213", "--modulus", "4", "--rounds", "2",
+                 "--styles", "comment_hash", "--max_gen_toks", "8",
+                 "--out", str(tmp_path / "out")])  # fmt: skip
+    sent = server.recorder.on("/v1/completions")[seen:]
+    assert code == 0, capsys.readouterr().err
+    data = json.loads((tmp_path / "out" / "probe.json").read_text())
+    assert len(sent) == len(data["shifts"]) == 8
+    assert data["witness"] == {"kind": "usage.prompt_tokens", "agreed": 8, "disagreed": 0,
+                               "missing": 0, "excluded_from_statistics": 0}  # fmt: skip
+    assert [e.request["prompt"] for e in sent][0].startswith("Read the notes below")
 
 
 def test_api_backends_take_the_context_from_max_length():

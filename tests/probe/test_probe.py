@@ -258,55 +258,40 @@ def test_without_matplotlib_the_json_is_written_and_the_figure_left_out(
     assert output.figure_png(json.loads(written[0].read_text()))[:4] == b"\x89PNG"
 
 
-CODE = "FP8 = 'float8_e4m3fn'\nFP4 = 'float4_e2m1fn'\n\n{{shift}}def cast(x):\n    return T.Cast(FP"
-
-
 @pytest.mark.slow
-def test_end_to_end_on_smollm2_through_hf(tmp_path, capsys):
-    """The SmolLM2 GGUF through lm-eval's ``hf`` backend: 2 rounds x modulus 4, one style."""
-    from support.models import smollm2_model_args
+def test_end_to_end_on_smollm2_through_hf(tmp_path, capsys, monkeypatch):
+    """The probe command ``phasebench demo`` ends with (``phasebench.demo.next_commands``), run
+    as printed from a folder holding the shipped example prompt, ``$G`` the folder of
+    SmolLM2's GGUF, through lm-eval's ``hf`` backend; one round of one padding style (the 8
+    shifts of the default modulus) keeps it short. The demo's other next commands run in
+    ``tests/reference/test_reference.py::test_the_demos_next_commands_run_as_printed``."""
+    import shlex
+    import shutil
+    from pathlib import Path
 
-    out = tmp_path / "out"
-    code = main(["probe", write(tmp_path, CODE), "--model", "hf", "--model_args",
-                 smollm2_model_args(), "--choices", "8,4", "--modulus", "4", "--rounds", "2",
-                 "--styles", "comment_hash", "--device", "cpu", "--out", str(out)])  # fmt: skip
+    from phasebench.demo import next_commands
+    from support.models import smollm2_folder
+
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(Path(__file__).resolve().parents[2] / "examples", tmp_path / "examples")
+    _, printed = next_commands("demo-out")[-1]
+    argv = shlex.split(printed.replace("$G", smollm2_folder()))
+    assert argv[:2] == ["phasebench", "probe"]
+    code = main([*argv[1:], "--rounds", "1", "--styles", "comment_hash"])
     captured = capsys.readouterr()
     printed = captured.out
-    assert code == 0
+    assert code == 0, captured.err[-2000:]
     # one bar, the probe's; each slow step says what it does (before: a pair of lm-eval bars
     # per shift, and nothing while the tokenizer and the model loaded)
     assert "Running loglikelihood requests" not in captured.err, captured.err[-2000:]
     assert "Loading weights" not in captured.err and "probe: 100%" in captured.err
     assert "8 exact shifts planned; loading the model through lm-eval's hf backend" in captured.err
+    out = tmp_path / "my-probe"
     data = json.loads((out / "probe.json").read_text())
     assert len(data["shifts"]) == 8 and data["witness"]["kind"] == "backend tok_encode"
-    assert all(len(e["logprobs"]) == 2 for e in data["shifts"])
+    assert all(len(e["logprobs"]) == 2 for e in data["shifts"])  # --choices 8,4
     assert (out / "probe.png").read_bytes()[:4] == b"\x89PNG"
     assert printed.rstrip().splitlines()[-1] == data["verdict"]
-
-
-@pytest.mark.slow
-def test_end_to_end_through_the_api_server(tmp_path, capsys):
-    """``local-completions`` against ``transformers serve`` on SmolLM2: the server's
-    usage.prompt_tokens must equal every checked shift's length (the witness)."""
-    from support.openai_server import serve
-
-    with serve("transformers", tmp_path / "server") as served:
-        args = (f"model={served.model},base_url={served.url}/v1/completions,"
-                f"tokenizer={served.tokenizer},max_length=2048,tokenizer_backend=huggingface,"
-                f"tokenized_requests=False")  # fmt: skip
-        code = main(["probe", write(tmp_path, NIAH), "--model", "local-completions",
-                     "--model_args", args, "--expect", "48213", "--modulus", "4", "--rounds",
-                     "2", "--styles", "comment_hash", "--max_gen_toks", "8",
-                     "--out", str(tmp_path / "out")])  # fmt: skip
-        sent = served.recorder.on("/v1/completions")
-    assert code == 0, capsys.readouterr().err
-    data = json.loads((tmp_path / "out" / "probe.json").read_text())
-    assert len(sent) == len(data["shifts"]) == 8
-    assert data["witness"] == {"kind": "usage.prompt_tokens", "agreed": 8, "disagreed": 0,
-                               "missing": 0, "excluded_from_statistics": 0}  # fmt: skip
-    # the server read the checked text of every shift
-    assert [e.request["prompt"] for e in sent][0].startswith("Read the notes below")
 
 
 def test_a_question_cut_that_a_lone_context_encodes_differently_is_refused(smollm2):

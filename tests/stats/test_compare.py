@@ -1,5 +1,6 @@
 """Two runs of one split: ``phasebench.stats.compare_runs`` and ``phasebench report A B --diff``
-(the difference in gap and worst phase, paired bootstrap interval, permutation p; refused in
+(the difference in gap and worst phase, paired bootstrap interval and the p-value it inverts
+to; refused in
 one line unless both runs are of the same split). Calibration by simulation:
 ``benchmarks/compare_runs.py`` (``docs/stats.md``)."""
 
@@ -11,11 +12,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats as sps
 
 from phasebench.cli import main
 from phasebench.rng import derive_rng
 from phasebench.stats import compare_runs, summarize_samples
+from phasebench.stats.compare import bootstrap_test
 from phasebench.stats.records import ScoredRecord
 
 MODULUS = 8
@@ -42,18 +46,19 @@ def records(matrix: np.ndarray) -> list[ScoredRecord]:
 
 def test_identical_runs_differ_by_zero_with_p_one():
     run = records(outcomes(WEAK, 32, "same"))
-    d = compare_runs(run, run, n_boot=200, n_perm=200)
+    d = compare_runs(run, run, n_boot=200)
     for key in ("gap", "worst_phase_crossfit"):
         assert d[key]["difference"] == 0.0
         assert d[key]["difference_ci"] == [0.0, 0.0]
-        assert d[key]["p_value"] == 1.0  # every swap of identical rows changes nothing
+        assert d[key]["p_value"] == 1.0  # every resample differs by 0
+        assert d[key]["significant"] is False
     assert d["n_base"] == 32
 
 
 def test_a_known_difference_is_detected_and_its_numbers_are_the_summaries():
     before = records(outcomes(WEAK, 64, "before"))
     after = records(outcomes(FLAT, 64, "after"))
-    d = compare_runs(before, after, n_boot=300, n_perm=300)
+    d = compare_runs(before, after, n_boot=300)
     gap, worst = d["gap"], d["worst_phase_crossfit"]
     assert gap["difference"] < -0.2 and gap["difference_ci"][1] < 0 and gap["p_value"] < 0.01
     assert worst["difference"] > 0.1 and worst["difference_ci"][0] > 0 and worst["p_value"] < 0.05
@@ -69,7 +74,7 @@ def test_a_known_difference_is_detected_and_its_numbers_are_the_summaries():
 def test_the_runs_are_paired_on_the_base_items_both_have():
     before = records(outcomes(WEAK, 40, "pair"))
     after = [r for r in before if r.unit not in {"1024/3", "1024/7"}]
-    d = compare_runs(before, after, n_boot=50, n_perm=50)
+    d = compare_runs(before, after, n_boot=50)
     assert d["n_base"] == 38 and d["gap"]["difference"] == 0.0  # the same rows, paired
 
 
@@ -113,7 +118,7 @@ def test_report_diff_prints_and_writes_the_difference(two_runs, tmp_path, capsys
     before, after = two_runs
     out = tmp_path / "r.json"
     args = ["report", str(before), str(after), "--diff", "--json", str(out)]
-    assert main([*args, "--n-boot", "200", "--n-perm", "200"]) == 0
+    assert main([*args, "--n-boot", "200"]) == 0
     printed = capsys.readouterr().out
     # the runs are named by the folders given (issue 52; they were named by model, which the
     # fixture names after its folder)
@@ -121,7 +126,8 @@ def test_report_diff_prints_and_writes_the_difference(two_runs, tmp_path, capsys
     assert heading in printed
     block = printed[printed.index(heading) :]
     line = next(x for x in block.splitlines() if x.strip().startswith("gap "))
-    assert "->" in line and line.endswith("p < 0.005")  # the floor of 200 permutations
+    # no resample reached 0: the bootstrap's smallest p, 2 / (1 + 200)
+    assert "->" in line and line.endswith(f"p = {2 / 201:.3g}")
     diff = json.loads(out.read_text())["difference"]
     entry = diff["tasks"]["phasebench_kv"]["1024"]
     assert (diff["before"], diff["after"]) == (str(before), str(after))
@@ -158,3 +164,30 @@ def test_report_diff_names_the_runs_by_the_folders_given(tmp_path, capsys):
     assert main(["report", *folders, "--diff", "--n-boot", "50", "--n-perm", "50"]) == 0
     printed = capsys.readouterr().out
     assert f"difference  {folders[1]} minus {folders[0]} (points" in printed, printed
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    values=st.lists(st.sampled_from([-0.2, -0.05, 0.0, 0.01, 0.1, 0.3]), min_size=1, max_size=80)
+    | st.lists(st.floats(-1, 1, allow_nan=False), min_size=1, max_size=300),
+    alpha=st.sampled_from([0.05, 0.1, 0.2]),
+)
+def test_a_difference_is_significant_exactly_when_its_interval_excludes_zero(values, alpha):
+    """Replicates with many ties and exact zeros, counts where alpha / 2 (1 + B) is whole:
+    the p-value and the interval are one method and cannot disagree."""
+    (lo, hi), p, significant = bootstrap_test(np.array(values), alpha)
+    assert significant == (p <= alpha)
+    if math.isnan(lo):
+        assert not significant
+    else:
+        assert significant == (lo > 0 or hi < 0)
+        assert lo <= hi
+
+
+def test_compared_runs_agree_on_every_difference():
+    before = records(outcomes(WEAK, 48, "agree-a"))
+    for label, profile in (("agree-b", FLAT), ("agree-c", WEAK)):
+        d = compare_runs(before, records(outcomes(profile, 48, label)), n_boot=400)
+        for key in ("gap", "worst_phase_crossfit"):
+            lo, hi = d[key]["difference_ci"]
+            assert d[key]["significant"] == (lo > 0 or hi < 0) == (d[key]["p_value"] <= 0.05)

@@ -241,9 +241,11 @@ def build_corpus(subs: Path, rows: list[dict], cwd: Path, marker: Path) -> dict[
 
     # -- identity: first come keeps its place; nobody retires someone else's entry -------------
     add("acme/good", None)
-    add("acme/case-model", None)
+    # without git history nothing tells a copy from its original (a run date is the copier's
+    # to set): both wait for a maintainer, neither takes the other's place
+    add("acme/case-model", "duplicate")
     copy = add("ACME/Case-Model", "duplicate")
-    _edit_results(copy, lambda d: d.update(date=LATER))
+    _edit_results(copy, lambda d: d.update(date=DATE - 86400.0))
     add("acme/victim", None, meta={"contact": "victim@acme.example"})
     usurper = add(
         "acme/victim",
