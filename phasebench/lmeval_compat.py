@@ -45,8 +45,10 @@ from typing import Any
 from phasebench.errors import DependencyError, EvalError
 
 __all__ = [
+    "CHAT_TEMPLATE_WARNING",
     "DEFAULT_MAX_GEN_TOKS",
     "GENERATION_GROUPED_BY",
+    "METADATA_HINT",
     "SUPPORTED",
     "add_phase_metric",
     "apply_template",
@@ -56,6 +58,7 @@ __all__ = [
     "create_model",
     "doc_hash",
     "evaluate_and_save",
+    "explained_warnings",
     "first_documents",
     "hash_string",
     "parse_model_args",
@@ -178,6 +181,7 @@ def run_cli(
     *,
     own_tasks_only: Callable[[Any], bool] | None = None,
     name: Callable[[Any], str | None] | None = None,
+    notes: Mapping[tuple[str, str], str | None] | None = None,
 ) -> Any:
     """Parse ``argv`` with lm-eval's own parser (``lm_eval run ...``), let ``before`` inspect
     and adjust the parsed namespace, then execute it as lm-eval's CLI would. Returns the
@@ -189,7 +193,8 @@ def run_cli(
     alone (:func:`included_tasks_only`); the tasks it then loads are the same files. ``name``
     may give the run another model name than lm-eval's own (which names the results'
     ``model_name`` and the output sub-folder after ``pretrained``, a whole absolute path for a
-    local model)."""
+    local model). ``notes``: lm-eval's warnings dropped or explained
+    (:func:`explained_warnings`)."""
     from lm_eval._cli.harness import HarnessCLI
     from lm_eval.utils import setup_logging
 
@@ -200,11 +205,55 @@ def run_cli(
         before(namespace)
     with contextlib.ExitStack() as stack:
         stack.enter_context(_no_context_bars())
+        stack.enter_context(explained_warnings(notes or {}))
         if own_tasks_only is not None and own_tasks_only(namespace):
             stack.enter_context(included_tasks_only())
         stack.enter_context(_model_name(name(namespace) if name is not None else None))
         cli.execute(namespace)
     return namespace
+
+
+#: lm-eval's warning, logged by ``lm_eval.api.task`` each time it loads a task whose dataset a
+#: function builds (phasebench's), that custom kwargs "can be passed to --metadata": printed
+#: even when ``--metadata`` was passed, and phasebench's metadata keys are in
+#: ``phasebench eval --help``; dropped.
+METADATA_HINT = ("lm_eval.api.task", "Custom kwargs can be passed to `--metadata`")
+#: lm-eval's warning, logged by ``lm_eval.evaluator``, that a model whose name says instruct or
+#: chat runs without ``--apply_chat_template`` (its words are wrapped over lines).
+CHAT_TEMPLATE_WARNING = ("lm_eval.evaluator", "chat template is not applied")
+
+
+@contextlib.contextmanager
+def explained_warnings(notes: Mapping[tuple[str, str], str | None]) -> Iterator[None]:
+    """Within the block, an lm-eval log record holding the text of a key of ``notes``
+    (``(logger, text)``) is dropped (note None) or printed with the note on a line after it."""
+    import logging
+
+    class Explain(logging.Filter):
+        def __init__(self, texts: dict[str, str | None]) -> None:
+            super().__init__()
+            self.texts = texts
+
+        def filter(self, record: logging.LogRecord) -> bool:
+            words = " ".join(record.getMessage().split())
+            for text, note in self.texts.items():
+                if text in words:
+                    if note is None:
+                        return False
+                    record.msg, record.args = f"{record.getMessage()}\n{note}", ()
+            return True
+
+    by_logger: dict[str, dict[str, str | None]] = {}
+    for (name, text), note in notes.items():
+        by_logger.setdefault(name, {})[text] = note
+    filters = [(logging.getLogger(name), Explain(texts)) for name, texts in by_logger.items()]
+    for logger, explain in filters:
+        logger.addFilter(explain)
+    try:
+        yield
+    finally:
+        for logger, explain in filters:
+            logger.removeFilter(explain)
 
 
 def parse_run_args(argv: Sequence[str]) -> Any:

@@ -311,7 +311,7 @@ BUILTIN: tuple[Statistic, ...] = (
     ),
     Statistic(
         "significant", "significant", "flag", shown_with="gap", symbol="*",
-        help=f"the gap clears the permutation null (p <= {ALPHA}); marked *",
+        help=f"the gap clears the permutation null (p <= {ALPHA})",
         computed_by=_PERMUTATION,
     ),
     Statistic(
@@ -365,8 +365,8 @@ BUILTIN: tuple[Statistic, ...] = (
         help="the shortest stride, in tokens, whose repeating pattern explains the per-phase "
         "accuracies up to noise (Fourier analysis over the phases); named only for a "
         "significant gap. Chunked compression with stride S shows period S or a multiple of "
-        "it (a chunk of 6 read at modulus 12 can show period 12); — means no pattern beyond "
-        "noise",
+        "it (a chunk of 6 read at modulus 12 can show period 12); none where no pattern "
+        "stands out beyond noise",
         computed_by=_PERIODS,
     ),
     Statistic(

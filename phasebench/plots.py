@@ -9,7 +9,9 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from phasebench import metrics
 from phasebench.errors import DependencyError
+from phasebench.formatting import TERMINAL, format_note
 
 if TYPE_CHECKING:
     from phasebench.atomic import FileSet
@@ -109,7 +111,7 @@ def _profile_figure(run: str, task: str, length: str, e: dict[str, Any]):
     ax.set_xlabel(f"phase (anchor position mod {modulus})")
     ax.set_ylabel("accuracy (%)")
     ax.set_ylim(0, 100)
-    p = "n/a" if e["p_value"] is None else f"{e['p_value']:.3g}"
+    p = format_note(metrics.get("p_value"), e.get("p_value"), style=TERMINAL)  # as tables
     period = e["dominant_period"] or "none"
     lowest = f"{100 * e['lowest_phase']:.1f} (phase {e['lowest_phase_index']})"
     ax.set_title("per-phase accuracy", fontsize=9, loc="left")
@@ -124,7 +126,7 @@ def _profile_figure(run: str, task: str, length: str, e: dict[str, Any]):
         ax.set_xlabel("residue")
     fig.suptitle(
         f"{run}  |  {task} @ {length}: average {100 * e['acc']:.1f}, lowest {lowest}, "
-        f"gap {100 * e['gap']:.1f} pts (p = {p}), period {period}",
+        f"gap {100 * e['gap']:.1f} pts ({p}), period {period}",
         fontsize=9,
         x=0.01,
         ha="left",
@@ -202,10 +204,10 @@ def plot_stacked_profiles(
             ax.axhline(100 * e["acc"], color="#636363", ls="--", lw=0.8)
             ax.set_ylim(0, 100)
             ax.set_ylabel("acc (%)")
-            p = "n/a" if e["p_value"] is None else f"{e['p_value']:.3g}"
+            p = format_note(metrics.get("p_value"), e.get("p_value"), style=TERMINAL)
             ax.set_title(
                 f"{label}: average {100 * e['acc']:.1f}, gap {100 * e['gap']:.1f} pts "
-                f"(p = {p}), period {e['dominant_period'] or 'none'}",
+                f"({p}), period {e['dominant_period'] or 'none'}",
                 fontsize=8,
                 loc="left",
             )

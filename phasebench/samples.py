@@ -209,8 +209,22 @@ def run_name(model_args: str | Mapping[str, Any] | None, logged: str | None = No
     if not local:
         return name
     if args.get("gguf_file") and name in (args.get("pretrained"), args.get("model")):
-        return Path(args["gguf_file"]).name
+        return gguf_run_name(Path(args["gguf_file"]).name)
     return path.resolve().name or name
+
+
+#: A GGUF file's quantization, ending its name (``.Q4_1``, ``-Q4_K_M``, ``.f16``, ``.IQ3_XS``).
+_QUANT = re.compile(r"^(?P<model>.+?)[.-](?P<quant>(?:I?Q\d\w*|[BF]?F(?:16|32)|BF16))$", re.I)
+
+
+def gguf_run_name(file: str) -> str:
+    """A GGUF model's run name, its model and its variant (the quantization its file names),
+    as llama.cpp and Ollama tag them: ``SmolLM2-135M-Instruct.Q4_1.gguf`` ->
+    ``SmolLM2-135M-Instruct:Q4_1``; a file without a quantization in its name, its name
+    without ``.gguf``."""
+    stem = file.removesuffix(".gguf").removesuffix(".GGUF")
+    found = _QUANT.match(stem)
+    return f"{found['model']}:{found['quant']}" if found else stem
 
 
 # -- the server's witness ----------------------------------------------------------------------

@@ -14,8 +14,10 @@ never completed each become a problem in the report (``phasebench verify`` exits
 from __future__ import annotations
 
 import multiprocessing
+import os
 from collections import defaultdict
 from collections.abc import Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -100,11 +102,54 @@ def check_fingerprint(manifest: dict, tok: PhaseTokenizer) -> None:
 
 _WORK: tuple | None = None
 
+#: Prompts encoded together by the tokenizer's batch encoder (its own threads spread them over
+#: the cores), and handed to a worker process at a time with ``num_proc``.
+BATCH = 8
 
-def _verify_one(row: dict) -> tuple[list[str], np.ndarray | None]:
-    """Re-encode one row (a worker's task): its exact-path problems, each named by the row's id,
-    and, when the prefill figures are checked, its exact token ids."""
+
+class _Encoded:
+    """The split's tokenizer with one batch of whole prompts already encoded by its batch
+    encoder: ``encode`` and ``token_index_at`` of those prompts read that encoding (the same
+    exact path, the whole text encoded as lm-eval's ``hf`` backend encodes it); any other
+    text, and everything else, goes to the tokenizer itself."""
+
+    def __init__(self, tok: PhaseTokenizer, texts: Sequence[str]) -> None:
+        self._tok = tok
+        encoding = tok.hf(list(texts))
+        self._at = {text: (encoding, i) for i, text in enumerate(texts)}
+
+    def __getattr__(self, name: str):
+        return getattr(self._tok, name)
+
+    def encode(self, text: str) -> list[int]:
+        if text not in self._at:
+            return self._tok.encode(text)
+        encoding, i = self._at[text]
+        return list(encoding["input_ids"][i])
+
+    def token_index_at(self, text: str, char_positions: Sequence[int]) -> tuple[int, list[int]]:
+        if text not in self._at:
+            return self._tok.token_index_at(text, char_positions)
+        encoding, i = self._at[text]
+        found = []
+        for c in char_positions:
+            hit = encoding.char_to_token(i, c) if 0 <= c < len(text) else None
+            found.append(-1 if hit is None else int(hit))
+        return len(encoding["input_ids"][i]), found
+
+
+def _verify_batch(rows: list[dict]) -> list[tuple[list[str], np.ndarray | None]]:
+    """Re-encode a batch of rows whole (a worker's task): each row's exact-path problems, named
+    by its id, and, when the prefill figures are checked, its exact token ids."""
     tok, family, with_ids = _WORK  # type: ignore[misc]
+    try:
+        encoded = _Encoded(tok, [row["prompt"] for row in rows])
+    except (KeyError, TypeError, ValueError):  # a row without a prompt string: each says so
+        encoded = tok
+    return [_verify_one(encoded, family, with_ids, row) for row in rows]
+
+
+def _verify_one(tok, family, with_ids: bool, row: dict) -> tuple[list[str], np.ndarray | None]:
     try:
         ids = np.asarray(tok.encode(row["prompt"]), dtype=np.int64) if with_ids else None
         return [f"{row['id']}: {p}" for p in family.verify_row(tok, row)], ids
@@ -112,6 +157,17 @@ def _verify_one(row: dict) -> tuple[list[str], np.ndarray | None]:
         if debugging():  # PHASEBENCH_DEBUG=1: a bug keeps its traceback
             raise
         return [f"{ascii(row.get('id'))}: row of an unexpected shape ({type(exc).__name__})"], None
+
+
+def _batches(rows, size: int = BATCH):
+    batch = []
+    for row in rows:
+        batch.append(row)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 def verify_config(
@@ -208,20 +264,15 @@ def verify_config(
         selected = (row for i, row in enumerate(_stream(folder, manifest)) if i in wanted)
         if prompts is not None:
             selected = prompts.texts(selected)
-        if num_proc > 1:
-            with multiprocessing.get_context("fork").Pool(num_proc) as pool:
-                for found, ids in pool.imap(_verify_one, selected, chunksize=4):
+        with _workers(num_proc) as pool:
+            batches = _batches(selected)
+            done = pool.imap(_verify_batch, batches) if pool else map(_verify_batch, batches)
+            for results in done:
+                for found, ids in results:
                     report.problems += found
                     if prompts is not None:
                         prompts.add(ids)
-                    bar.update()
-        else:
-            for row in selected:
-                found, ids = _verify_one(row)
-                report.problems += found
-                if prompts is not None:
-                    prompts.add(ids)
-                bar.update()
+                bar.update(len(results))
     finally:
         bar.close()
         _WORK = None
@@ -234,6 +285,26 @@ def verify_config(
     if salted:
         _check_salted(folder, manifest, tok, wanted, report)
     return report
+
+
+@contextmanager
+def _workers(num_proc: int):
+    """A pool of ``num_proc`` forked workers (None for one: the work runs here). The workers
+    encode with the tokenizer's batch encoder single-threaded (``TOKENIZERS_PARALLELISM``
+    false while they are forked), one batch each at a time: the processes share the cores."""
+    if num_proc <= 1:
+        yield None
+        return
+    saved = os.environ.get("TOKENIZERS_PARALLELISM")
+    os.environ["TOKENIZERS_PARALLELISM"] = "false"
+    try:
+        with multiprocessing.get_context("fork").Pool(num_proc) as pool:
+            yield pool
+    finally:
+        if saved is None:
+            os.environ.pop("TOKENIZERS_PARALLELISM", None)
+        else:
+            os.environ["TOKENIZERS_PARALLELISM"] = saved
 
 
 def _check_salted(

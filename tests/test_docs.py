@@ -128,7 +128,9 @@ def run_commands(command: str, tmp: Path) -> str:
 
 def excerpt_problem(shown: list[str], printed: str) -> str | None:
     """Why ``shown`` is not an excerpt of ``printed`` (None when it is): each run of lines
-    between ``...`` lines must appear in order, line for line."""
+    between ``...`` lines must appear in order, line for line, and an excerpt that does not
+    end with ``...`` ends where the printed block does (a blank line or the end of the output:
+    an excerpt once stopped at the ``acc`` row of a table whose ``ci`` and ``n`` rows follow)."""
     have = [line.rstrip() for line in printed.splitlines()]
     chunks: list[list[str]] = [[]]
     for line in shown:
@@ -145,6 +147,11 @@ def excerpt_problem(shown: list[str], printed: str) -> str | None:
         else:
             first = next((line for line in chunk if line not in have), chunk[0])
             return f"not printed (or not in this order): {first!r}"
+    if chunks[-1] and at < len(have) and have[at].strip():
+        return (
+            f"ends inside a printed block, which goes on with {have[at]!r}: show the block to "
+            "its end or end the excerpt with ..."
+        )
     return None
 
 
@@ -547,11 +554,14 @@ def test_the_table_check_finds_a_stale_number():
 
 
 def test_the_excerpt_check_finds_a_changed_line():
-    printed = "a\nb  \nc\nd\n"
-    assert excerpt_problem(["b", "c"], printed) is None
-    assert excerpt_problem(["a", "...", "d"], printed) is None
+    printed = "a\nb  \nc\nd\n\ne\n"
+    assert excerpt_problem(["b", "c", "d"], printed) is None
+    assert excerpt_problem(["a", "...", "e"], printed) is None
+    assert excerpt_problem(["b", "c", "..."], printed) is None
     assert excerpt_problem(["c", "...", "a"], printed) is not None
     assert "'x'" in excerpt_problem(["b", "x"], printed)
+    # an excerpt that stops inside a block says where the block goes on
+    assert "goes on with 'd'" in excerpt_problem(["b", "c"], printed)
 
 
 def test_markers_are_read_before_fences_and_tables(tmp_path):

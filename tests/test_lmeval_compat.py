@@ -7,7 +7,9 @@ one of these tests by name.
 - the order the ``hf`` backend sends generation requests in (``compat.send_order``);
 - a task YAML's ``include`` merge (``compat.task_yaml``, lm-eval's own loader);
 - ``--limit N`` answers the first N documents, and ``--use_cache PREFIX`` keeps its answers in
-  ``compat.cache_file(PREFIX)`` (what ``phasebench eval --staged`` rests on)."""
+  ``compat.cache_file(PREFIX)`` (what ``phasebench eval --staged`` rests on);
+- the two warnings ``phasebench eval`` drops or explains are logged by the loggers and in the
+  words ``compat.METADATA_HINT`` and ``compat.CHAT_TEMPLATE_WARNING`` name."""
 
 from __future__ import annotations
 
@@ -241,3 +243,30 @@ def test_limit_takes_the_first_documents_and_use_cache_writes_cache_file(tmp_pat
     assert len(rows) > 6 and sorted(asked) == sorted(r["prompt"] for r in rows[:6])
     assert compat.cache_file(prefix).is_file()
     assert sorted(p.name for p in prefix.parent.iterdir()) == [compat.cache_file(prefix).name]
+
+
+@pytest.mark.parametrize("which", ["METADATA_HINT", "CHAT_TEMPLATE_WARNING"])
+def test_the_warnings_phasebench_explains_are_lm_evals(which, caplog):
+    """The pinned lm-eval logs each warning from the module its logger is named after, in the
+    words matched (its source, whitespace folded as lm-eval wraps it); inside
+    ``explained_warnings`` the metadata hint (printed even when --metadata was passed) is
+    dropped and the chat-template warning gets phasebench's line after it."""
+    import importlib
+    import inspect
+    import logging
+
+    name, text = getattr(compat, which)
+    source = " ".join(inspect.getsource(importlib.import_module(name)).split())
+    assert text in source, f"{name} no longer logs {text!r}"
+    logger = logging.getLogger(name)
+    note = None if which == "METADATA_HINT" else "phasebench: a note"
+    with caplog.at_level(logging.WARNING), compat.explained_warnings({(name, text): note}):
+        logger.warning("x: " + text.replace(" ", "\n  ", 1) + " (more)")
+        logger.warning("another warning")
+    logger.warning("after: " + text)
+    messages = [r.getMessage() for r in caplog.records]
+    if note is None:
+        assert messages == ["another warning", f"after: {text}"], messages
+    else:
+        assert messages[0].endswith("\nphasebench: a note") and len(messages) == 3, messages
+        assert messages[1:] == ["another warning", f"after: {text}"], messages

@@ -158,3 +158,30 @@ def test_inspect_escapes_control_and_bidi_characters(kv_split_copy, capsys):
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\u202e" not in out and "\x9b" not in out and "\x07" not in out
     assert "\\x1b]0;owned\\x07" in out and "\\u202e" in out
+
+
+@pytest.mark.parametrize("num_proc", [1, 2])
+def test_batched_verify_gives_the_row_at_a_time_verdicts(kv_split_copy, deepseek, num_proc):
+    """``verify`` encodes its prompts in batches (the tokenizer's batch encoder, in ``num_proc``
+    workers) and reads lengths, anchors, questions and the prefill ids from that one encoding
+    per prompt; before, it encoded each prompt alone, twice. Its verdicts are the row-at-a-time
+    exact path's, row for row, on a split with two damaged rows (a claimed anchor one token
+    off, a prompt one character longer), both caught."""
+    from phasebench.families import get_family
+    from phasebench.specs import SplitSpec
+    from phasebench.verification import verify_config
+
+    rows = list(iter_rows(kv_split_copy))
+    rows[3]["anchor_index"] += 1
+    rows[3]["phase"] = rows[3]["anchor_index"] % rows[3]["phase_modulus"]
+    rows[10]["prompt"] = rows[10]["prompt"].replace(": ", ":  ", 1)
+    _recompute_hashes(kv_split_copy, rows)
+    manifest = json.loads((kv_split_copy / MANIFEST).read_text())
+    family = get_family(SplitSpec.from_dict(manifest["spec"]))
+    slow = [f"{row['id']}: {p}" for row in rows for p in family.verify_row(deepseek, row)]
+    assert any(p.startswith(rows[3]["id"]) for p in slow), slow
+    assert any(p.startswith(rows[10]["id"]) for p in slow), slow
+    report = verify_config(kv_split_copy, num_proc=num_proc, progress=False, tokenizer=deepseek)
+    ids = {row["id"] for row in rows}
+    fast = [p for p in report.problems if p.partition(":")[0] in ids]
+    assert fast == slow and report.checked == len(rows), report.problems

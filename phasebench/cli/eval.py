@@ -92,7 +92,11 @@ def run(args: argparse.Namespace) -> int:
     staged, futility_gap, lm_eval_args = _own_options(args.lm_eval_args)
     if staged:
         return _run_staged(lm_eval_args, futility_gap)
-    output = run_eval(lm_eval_args, on_event=say)
+    try:
+        output = run_eval(lm_eval_args, on_event=say)
+    except KeyboardInterrupt:
+        say(_resume_hint(lm_eval_args))
+        return 130
     if not output.samples_files:
         print(
             "\nphasebench: per-phase summary (worst phase, gap, p-value, period): run with "
@@ -107,6 +111,31 @@ def run(args: argparse.Namespace) -> int:
     where = shlex.quote(str(output.output_path))
     print(f"\nSame numbers, plots and JSON: phasebench report {where} --plots DIR --json FILE")
     return 0
+
+
+def _resume_hint(lm_eval_args: list[str]) -> str:
+    """What an interrupted run leaves and how to resume it: lm-eval's ``--use_cache PREFIX``
+    keeps each answer as it comes, and the same command asks only the prompts not yet
+    answered."""
+    import contextlib
+    import io
+
+    from phasebench import lmeval_compat as compat
+
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):
+            prefix = compat.parse_run_args(lm_eval_args).use_cache
+    except (SystemExit, ValueError):
+        prefix = None
+    if prefix:
+        return (
+            f"interrupted; the answers so far are kept in {compat.cache_file(prefix)}: run the "
+            "same command again to resume (only the prompts not yet answered are asked)"
+        )
+    return (
+        "interrupted; nothing was kept: add --use_cache PREFIX (lm-eval keeps each answer as it "
+        "comes) and an interrupted run resumes when the same command runs again"
+    )
 
 
 def _own_options(tokens: list[str]) -> tuple[bool, float | None, list[str]]:

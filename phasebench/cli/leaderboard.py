@@ -211,6 +211,15 @@ def _build(args: argparse.Namespace) -> int:
     submissions, out = Path(args.submissions), Path(args.out)
     if not submissions.is_dir():
         raise SubmissionsError(f"{str(submissions)!r} is not a folder of submissions")
+    if _no_submissions(submissions):
+        # a site of no boards would look like a board on which nothing was found
+        print(
+            f"phasebench: no submissions under {str(submissions)!r} (expected "
+            "ORG__MODEL/REVISION folders, as `phasebench leaderboard pack` writes them); "
+            "no site built",
+            file=sys.stderr,
+        )
+        return 1
     check_site_out(out, submissions)  # before any work: never after minutes of validation
     if args.cache:
         check_cache(args.cache, submissions=submissions, out=out)
@@ -226,6 +235,15 @@ def _build(args: argparse.Namespace) -> int:
     finally:
         if made:
             remove_empty_folder(out)  # a build that failed leaves no empty folder behind
+
+
+def _no_submissions(root: Path) -> bool:
+    """Whether ``root`` holds nothing a build would read: no submission folder and no entry
+    that would be refused for its layout."""
+    from phasebench.leaderboard.collect import submission_folders
+
+    folders, problems = submission_folders(root)
+    return not folders and not problems
 
 
 def _previous(path: str) -> set[str]:
@@ -277,7 +295,13 @@ def _build_locked(
             if len(refused) == 1
             else f"all {len(refused)} new entries were"
         )
-        print(f"phasebench: {which} refused (above); the site shows the others", file=sys.stderr)
+        shown = len(outcome.accepted)
+        rest = (
+            f"the site shows the {shown} other entr{'y' if shown == 1 else 'ies'}"
+            if shown
+            else "the site shows no submitted entry"
+        )
+        print(f"phasebench: {which} refused (above); {rest}", file=sys.stderr)
         return 1
     return 0
 
@@ -306,15 +330,20 @@ def _export_eval_results(args: argparse.Namespace) -> int:
         raise SubmissionsError(f"{str(path)!r} is not valid JSON ({exc})") from None
     refused: dict[str, str] = {}
     skipped: dict[str, dict[str, str]] = {}
-    for written in export_eval_results(
+    written = export_eval_results(
         board,
         args.out,
         dataset_id=args.dataset,
         site_url=args.site_url,
         refused=refused,
         skipped=skipped,
-    ):
-        print(written)
+    )
+    for path in written:
+        print(f"wrote {path}")
+    print(
+        f"{len(written)} eval-results file(s) under {args.out}: copy each ORG__MODEL folder's "
+        ".eval_results/ into that model's Hub repository"
+    )
     for page, boards in sorted(skipped.items()):
         for name, why in sorted(boards.items()):
             print(f"phasebench: entry {ascii(page)}: {ascii(name)} not exported: {why}",

@@ -105,6 +105,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default=16,
         help="tokens generated per answer (without --choices)",
     )
+    pr.add_argument(
+        "--bars",
+        action="store_true",
+        help="also print every shift's value, one line per shift (after the summary)",
+    )
     _args.out(pr, "write probe.json and probe.png", metavar="DIR")
     pr.set_defaults(run=run)
 
@@ -162,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
     elif w["kind"] == "backend tok_encode":
         print("  backend witness: the backend's own tok_encode gave the checked ids, every shift")
     print()
-    print(terminal_plot(result), end="")
+    print(terminal_plot(result, bars=args.bars), end="")
     if out is not None:
         from phasebench.probe.output import PNG_NAME, can_draw, write_outputs
 

@@ -24,6 +24,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "phase with a paired bootstrap interval and its p (refused unless both runs "
         "are of the same split: same spec and tokenizer)",
     )
+    rep.add_argument(
+        "--legend",
+        choices=["short", "full"],
+        default="short",
+        help="the legend under the tables: the marks they print (short, the default) or every "
+        "statistic defined as well (full)",
+    )
     rep.add_argument("--json", dest="json_out", default=None, metavar="FILE", help="write JSON")
     rep.add_argument("--plots", default=None, metavar="DIR", help="write PNG and SVG plots")
     rep.add_argument(
@@ -71,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     report = merge_reports(computed, reports)
     if difference is not None:
         report["difference"] = difference
-    print(render_tables(report), end="")
+    print(render_tables(report, full_legend=args.legend == "full"), end="")
     with atomic_files() as files:  # the JSON and every plot, or none of them (a full disk)
         if args.json_out:
             write_json(report, args.json_out, files)

@@ -59,6 +59,16 @@ API_DEFAULT_MAX_LENGTH = 2048
 #: How lm-eval 0.4.13 begins the error for ``--tasks`` names it cannot find (before the model
 #: loads), turned into one line by :func:`run_eval`.
 TASKS_NOT_FOUND = "Tasks not found: "
+#: phasebench's line under lm-eval's warning that an instruct model runs without its chat
+#: template (the measurement is in docs/tasks.md, "Chat template").
+CHAT_TEMPLATE_NOTE = (
+    "phasebench: its prompts are completions; a template renames the phases (no change to the "
+    "gap) but changes the task: SmolLM2-135M-Instruct scored 34.4% without it, 0.0% with it "
+    "(docs/tasks.md, Chat template); compare gaps only between runs in one format"
+)
+#: The command that lists lm-eval's own tasks with the pinned lm-eval 0.4.13 (``lm_eval list
+#: tasks`` is not one: "unrecognized arguments").
+LIST_TASKS = "lm_eval ls tasks"
 
 
 def _unknown_tasks_line(missing: str) -> str:
@@ -66,7 +76,7 @@ def _unknown_tasks_line(missing: str) -> str:
     own = ", ".join(sorted(_task_families()))
     return (
         f"unknown task(s) {missing.strip()}: phasebench's tasks are {own} and the group {GROUP} "
-        f"(lm-eval's own: lm_eval list tasks)"
+        f"(lm-eval's own: {LIST_TASKS})"
     )
 
 
@@ -279,6 +289,7 @@ def prepare(ns: Any, on_event: Callable[[str], None] | None = None) -> None:
     backend = getattr(ns, "model", None)
     check_stop_sequences(families, ns.gen_kwargs, backend)
     max_length = model_max_length(model_args, backend)
+    prompts = 0
     for family in families:
         if on_event is not None:
             on_event(
@@ -294,12 +305,18 @@ def prepare(ns: Any, on_event: Callable[[str], None] | None = None) -> None:
             longest = max(served_label(r) for r in split.rows)
         budget = generation_budget(family, ns.gen_kwargs)
         check_fits(family, longest, budget, max_length, backend)
+        prompts += len(split.rows)
     if backend in WITNESSED_BACKENDS:
         # the same backend, whose responses carry the server's prompt token counts
         register_witnessed_backends()
         ns.model = witnessed_backend(backend)
     if on_event is not None:
-        on_event("lm-eval: indexing the tasks, loading the model, then running the prompts")
+        limit = getattr(ns, "limit", None)
+        counted = f"{prompts:,} prompts" + (f" (--limit {limit} per task)" if limit else "")
+        on_event(
+            f"lm-eval: indexing the tasks, loading the model, then running the {counted}; "
+            "lm-eval's bar estimates the time left once its first batch is answered"
+        )
 
 
 @dataclass(frozen=True)
@@ -404,6 +421,7 @@ def run_eval(
             before=before,
             own_tasks_only=_own_tasks,
             name=name,
+            notes={compat.METADATA_HINT: None, compat.CHAT_TEMPLATE_WARNING: CHAT_TEMPLATE_NOTE},
         )
     except ValueError as exc:  # lm-eval's answer to a --tasks name it cannot find
         if not str(exc).startswith(TASKS_NOT_FOUND):

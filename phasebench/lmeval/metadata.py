@@ -34,13 +34,24 @@ def _n_base_default() -> str:
     return ", ".join(f"{family} {get_family(family).default_n_base}" for family in names())
 
 
+#: The shortest kv prompt (at P = 8) two tokenizers take, as ``generate`` measures it: the
+#: declared floor is the family's ``min_length``; the header, the question and the needle the
+#: tokenizer encodes them into take more (a shorter length is refused, naming its minimum).
+KV_MINIMUMS = {"DeepSeek-V4": 119, "SmolLM2": 133}
+
+
 def _min_lengths() -> str:
     from phasebench.families import get_family, names
 
     by_min: dict[int, list[str]] = {}
     for family in names():
         by_min.setdefault(get_family(family).min_length, []).append(family)
-    return "; ".join(f"{', '.join(fams)}: at least {n}" for n, fams in by_min.items())
+    measured = ", ".join(f"{n} for {name}" for name, n in KV_MINIMUMS.items())
+    return "; ".join(
+        f"{', '.join(fams)}: at least {n}"
+        + (f" and what the template takes with the tokenizer, kv: {measured}" if n else "")
+        for n, fams in by_min.items()
+    )
 
 
 def knobs() -> tuple[Knob, ...]:

@@ -311,12 +311,19 @@ def verdict(data: dict[str, Any]) -> str:
 # -- terminal view -------------------------------------------------------------------------------
 
 
-def terminal_plot(result: ProbeResult, width: int = 24) -> str:
-    """Per style, the value at each shift as a bar (margin) or a mark (right / wrong), with the
-    phase of each shift; then the per-phase means. Plain ASCII, for a terminal."""
+def terminal_plot(result: ProbeResult, width: int = 24, bars: bool = False) -> str:
+    """The per-phase means and the test, then with ``bars`` the value at each shift, per style,
+    as a bar (margin) or a mark (right / wrong), with the phase of each shift (one line per
+    shift: 128 for the default design, after the summary). Plain ASCII, for a terminal."""
     data = result.data
+    lines = _phase_lines(data)
+    if bars:
+        lines += ["", *_shift_lines(data, width)]
+    return "\n".join(lines) + "\n"
+
+
+def _shift_lines(data: dict, width: int) -> list[str]:
     probe = data["probe"]
-    P = probe["modulus"]
     binary = probe["measure"] != "margin"
     lines = []
     shifts = data["shifts"]
@@ -333,9 +340,15 @@ def terminal_plot(result: ProbeResult, width: int = 24) -> str:
             n = int(round(abs(v) / scale * width))
             bar = (" " * (width - n) + "=" * n + "|") if v < 0 else (" " * width + "|" + "=" * n)
             lines.append(f"  {e['shift']:3d}: {e['phase']:2d}  {v:+7.3f} {bar}")
+    return lines
+
+
+def _phase_lines(data: dict) -> list[str]:
+    probe = data["probe"]
+    P = probe["modulus"]
+    lines = []
     s = data["summary"]
     if s is not None:
-        lines.append("")
         lines.append(f"per phase (mod {P}), mean {probe['measure']}:")
         head = " ".join(f"{p:>6d}" for p in range(P))
         lines.append(f"  phase    {head}")
@@ -352,4 +365,4 @@ def terminal_plot(result: ProbeResult, width: int = 24) -> str:
         if data.get("controls"):
             folds = ", ".join(f"mod {q}: {cp:.3g}" for q, cp in data["controls"].items())
             lines.append(f"  control folds (periods no stride explains), p: {folds}")
-    return "\n".join(lines) + "\n"
+    return lines

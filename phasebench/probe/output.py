@@ -9,12 +9,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+from phasebench import metrics
 from phasebench.atomic import (
     atomic_write_bytes,
     atomic_write_text,
     check_writable_dir,
     make_folder,
 )
+from phasebench.formatting import TERMINAL, format_note
 from phasebench.probe.analysis import ProbeResult
 
 JSON_NAME = "probe.json"
@@ -77,7 +79,8 @@ def figure_png(data: dict[str, Any]) -> bytes:
             means = [e["acc"] for e in s["per_phase"]]
             right.bar(range(P), means, color=[cmap(p) for p in range(P)])
             period = s["dominant_period"] or "none"
-            right.set_title(f"p = {s['p_value']:.3g}, period {period}", fontsize=9)
+            p = format_note(metrics.get("p_value"), s["p_value"], style=TERMINAL)
+            right.set_title(f"{p}, period {period}", fontsize=9)
         right.set_xlabel(f"phase (key position mod {P})")
         right.set_ylabel(f"mean {probe['measure']}")
         right.set_xticks(range(P))

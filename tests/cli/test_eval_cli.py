@@ -151,14 +151,18 @@ def test_help_shows_phasebenchs_part_then_lm_evals(capsys):
 
 def test_a_local_model_is_named_by_its_file_or_folder(tmp_path):
     """Run names and output folders: a GGUF model (a folder in site-packages, often) by its
-    file, a local folder by its last part, a Hub id as it is."""
+    model and quantization (before: by its file name, ``SmolLM2-135M-Instruct.Q4_1.gguf``), a
+    local folder by its last part, a Hub id as it is."""
     from phasebench.report import load_runs
     from phasebench.samples import run_name
     from support.models import SMOLLM2_GGUF, smollm2_folder
 
     gguf = {"pretrained": str(smollm2_folder()), "gguf_file": SMOLLM2_GGUF}
-    assert run_name(gguf) == SMOLLM2_GGUF
-    assert run_name(",".join(f"{k}={v}" for k, v in gguf.items())) == SMOLLM2_GGUF
+    assert run_name(gguf) == "SmolLM2-135M-Instruct:Q4_1"
+    assert run_name(",".join(f"{k}={v}" for k, v in gguf.items())) == "SmolLM2-135M-Instruct:Q4_1"
+    for file, name in [("llama-3-8b-instruct-Q4_K_M.gguf", "llama-3-8b-instruct:Q4_K_M"),
+                       ("tiny.f16.gguf", "tiny:f16"), ("model.gguf", "model")]:  # fmt: skip
+        assert run_name({**gguf, "gguf_file": file}) == name
     assert run_name({"pretrained": str(tmp_path / "my-model")}) == "my-model"
     assert run_name({"pretrained": "./checkpoints/step-100/"}) == "step-100"
     assert run_name("pretrained=HuggingFaceTB/SmolLM2-135M,dtype=float32") == (
@@ -179,7 +183,7 @@ def test_a_local_model_is_named_by_its_file_or_folder(tmp_path):
              for b in range(2) for r in range(2)]  # fmt: skip
     (run_dir / "samples_phasebench_kv_2026-01-01T00-00-00.000000.jsonl").write_text("".join(lines))
     runs, _ = load_runs([run_dir])
-    assert [r.name for r in runs] == [SMOLLM2_GGUF]
+    assert [r.name for r in runs] == ["SmolLM2-135M-Instruct:Q4_1"]
 
 
 def test_a_split_generated_at_task_load_shows_its_progress(tmp_path, monkeypatch, capsys):
@@ -221,7 +225,37 @@ def test_an_unknown_task_is_one_line_naming_the_known_ones(capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1, err
     assert "phasebench_needle" in err[0] and "phasebench_kv" in err[0], err
-    assert "phasebench_niah" in err[0] and "lm_eval list tasks" in err[0], err
+    assert "phasebench_niah" in err[0] and "lm_eval ls tasks" in err[0], err
+
+
+def test_the_task_hint_is_a_command_the_pinned_lm_eval_runs(capsys):
+    """The hint's command, run by the pinned lm-eval's own command line: before, it was
+    ``lm_eval list tasks``, which lm-eval 0.4.13 answers with "unrecognized arguments" (exit
+    2). It runs here with phasebench's folder included and lm-eval's 15,000 built-in task files
+    left unindexed (tens of seconds), so the listing it prints holds phasebench's tasks."""
+    import shlex
+    import sys
+
+    from lm_eval._cli.harness import HarnessCLI
+
+    from phasebench import lmeval_compat as compat
+    from phasebench.lmeval.harness import LIST_TASKS, _unknown_tasks_line, tasks_dir
+
+    assert f"(lm-eval's own: {LIST_TASKS})" in _unknown_tasks_line("x")
+    program, *argv = shlex.split(LIST_TASKS)
+    assert program == "lm_eval"
+    cli = HarnessCLI()
+    saved = sys.argv
+    sys.argv = [program, *argv, "--include_path", tasks_dir()]
+    try:
+        namespace = cli.parse_args()  # SystemExit(2) on "unrecognized arguments"
+    finally:
+        sys.argv = saved
+    capsys.readouterr()
+    with compat.included_tasks_only():
+        cli.execute(namespace)
+    listing = capsys.readouterr().out
+    assert "phasebench_kv" in listing and "phasebench_niah" in listing, listing[-2000:]
 
 
 def test_a_gguf_folder_without_gguf_file_names_gguf_file(tmp_path, capsys):
@@ -275,3 +309,65 @@ def test_a_seed_that_is_not_the_splits_is_one_line(capsys, extra, line):
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1, err
     assert err[0].startswith(f"phasebench: error: {line}"), err
+
+
+@pytest.mark.slow
+def test_an_interrupted_eval_says_how_to_resume_and_resumes_with_the_same_answers(
+    tmp_path, tiny_llama, capsys, monkeypatch
+):
+    """Before, an interrupted eval left nothing and said nothing. Interrupted at its fourth
+    generation call, ``phasebench eval`` says how to resume (with ``--use_cache``: where the
+    answers are kept; without: to add it); the same command again resumes, asks lm-eval's
+    model only for the prompts not yet answered, and logs the answers an uninterrupted run
+    gives."""
+    from lm_eval.models.huggingface import HFLM
+
+    def argv(out: Path, *extra: str) -> list[str]:
+        return ["eval", "--model", "hf", "--model_args", f"pretrained={tiny_llama}",
+                "--tasks", "phasebench_kv", "--metadata",
+                json.dumps({"max_seq_lengths": [256], "n_base": 16}), "--limit", "6",
+                "--batch_size", "1", "--gen_kwargs", "max_gen_toks=2", "--log_samples",
+                "--output_path", str(out), *extra]  # fmt: skip
+
+    def answers(out: Path) -> list:
+        (samples,) = out.rglob("samples_phasebench_kv_*.jsonl")
+        rows = [json.loads(line) for line in samples.read_text().splitlines()]
+        return sorted((r["doc"]["id"], r["resps"]) for r in rows)
+
+    generate, calls = HFLM._model_generate, []
+
+    def counted(self, *args, **kwargs):
+        calls.append(1)
+        if interrupt and len(calls) == 4:
+            raise KeyboardInterrupt
+        return generate(self, *args, **kwargs)
+
+    monkeypatch.setattr(HFLM, "_model_generate", counted)
+    interrupt = True
+    assert main(argv(tmp_path / "plain")) == 130
+    assert (
+        capsys.readouterr().err.count(
+            "phasebench eval: interrupted; nothing was kept: add --use_cache PREFIX (lm-eval keeps "
+            "each answer as it comes) and an interrupted run resumes when the same command "
+            "runs again\n"
+        )
+        == 1
+    )
+    cache = tmp_path / "cache" / "run"
+    calls.clear()
+    assert main(argv(tmp_path / "resumed", "--use_cache", str(cache))) == 130
+    assert (
+        capsys.readouterr().err.count(
+            f"phasebench eval: interrupted; the answers so far are kept in {cache}_rank0.db: run "
+            "the same command again to resume (only the prompts not yet answered are asked)\n"
+        )
+        == 1
+    )
+    interrupt = False
+    calls.clear()
+    assert main(argv(tmp_path / "resumed", "--use_cache", str(cache))) == 0
+    assert len(calls) == 3, calls  # six prompts, three answered before the interruption
+    calls.clear()
+    assert main(argv(tmp_path / "whole")) == 0
+    assert len(calls) == 6
+    assert answers(tmp_path / "resumed") == answers(tmp_path / "whole")

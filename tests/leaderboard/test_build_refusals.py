@@ -45,6 +45,21 @@ def test_a_second_build_into_the_same_out_is_refused(tmp_path, submission_rows, 
     assert list(site.iterdir()) == []
 
 
+def test_an_empty_submissions_folder_is_refused_and_no_site_is_built(tmp_path):
+    """Before, ``leaderboard build`` on an empty folder printed "accepted: 0  refused: 0", exit 0,
+    and built a site whose index said no board had a significant gap, with no board at all."""
+    subs, site = tmp_path / "subs", tmp_path / "site"
+    (subs / ".cache").mkdir(parents=True)  # hidden entries are no submissions either
+    (subs / "README.md").write_text("submit here\n")
+    code, out, err = _build(subs, site, None)
+    assert code == 1 and out == "", out
+    assert one_line(err) == (
+        f"phasebench: no submissions under {str(subs)!r} (expected ORG__MODEL/REVISION folders, "
+        "as `phasebench leaderboard pack` writes them); no site built"
+    )
+    assert not site.exists()
+
+
 @pytest.mark.parametrize("where", ["in submissions", "in out", "is out", "is submissions"])
 def test_a_cache_inside_the_submissions_or_the_site_is_refused(
     tmp_path, submission_rows, monkeypatch, where

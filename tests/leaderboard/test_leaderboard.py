@@ -516,7 +516,7 @@ def test_build_fails_when_every_new_entry_is_refused(
     assert main(build) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1] == (f"phasebench: the only new entry, acme__bad/{REVISION}, was refused "
-                       "(above); the site shows the others")  # fmt: skip
+                       "(above); the site shows no submitted entry")  # fmt: skip
     assert (site / "leaderboard.json").is_file()
     shutil.rmtree(bad.parent)
     make_submission(subs, submission_rows, model="acme/good")
@@ -524,7 +524,8 @@ def test_build_fails_when_every_new_entry_is_refused(
     assert main(build) == 0  # nothing new: the same board again
     make_submission(subs, submission_rows, model="acme/bad", meta={"license": "<b>"})
     assert main(build) == 1  # the earlier site's entry is not new; the one new entry refused
-    assert "acme__bad" in capsys.readouterr().err.strip().splitlines()[-1]
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "acme__bad" in last and last.endswith("the site shows the 1 other entry"), last
 
 
 def test_pack_refuses_runs_of_two_models_and_a_linked_submission(tmp_path, submission_rows):

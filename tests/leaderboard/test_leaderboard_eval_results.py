@@ -39,7 +39,9 @@ def _check_documented_format(entries) -> None:
 
 
 @pytest.mark.slow
-def test_every_accepted_entry_gets_its_eval_results_file(tmp_path, submission_rows, regen_cache):
+def test_every_accepted_entry_gets_its_eval_results_file(
+    tmp_path, submission_rows, regen_cache, capsys
+):
     from huggingface_hub import parse_eval_result_entries
 
     subs = tmp_path / "subs"
@@ -63,12 +65,19 @@ def test_every_accepted_entry_gets_its_eval_results_file(tmp_path, submission_ro
     out = tmp_path / "eval-results"
     argv = ["leaderboard", "export-eval-results", str(site), "--dataset", "acme/phasebench",
             "--site-url", SITE, "--out", str(out)]  # fmt: skip
+    capsys.readouterr()
     assert main(argv) == 0
     files = sorted(str(p.relative_to(out)) for p in out.rglob("*.yaml"))
     assert files == [
         "acme__a/.eval_results/phasebench.yaml",
         "acme__b/.eval_results/phasebench_kvpress-knorm-r0.25.yaml",
     ]
+    # it says what it wrote (the README's command)
+    printed = capsys.readouterr().out.splitlines()
+    assert printed == [f"wrote {out / f}" for f in files] + [
+        f"2 eval-results file(s) under {out}: copy each ORG__MODEL folder's .eval_results/ "
+        "into that model's Hub repository"
+    ], printed
     rows = {r["model"]: r for r in json.loads((site / "leaderboard.json").read_text())["rows"]}
     for model, rel in (("acme/a", files[0]), ("acme/b", files[1])):
         data = yaml.safe_load((out / rel).read_text())

@@ -87,3 +87,27 @@ def test_a_run_of_phasebench_tasks_alone_skips_lm_evals_own_task_index():
         assert {"phasebench_kv", "phasebench_niah", "phasebench_code"} <= set(manager.all_tasks)
         assert "arc_easy" not in manager.all_tasks
     assert lm_eval.tasks.TaskManager is base
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["DeepSeek-V4", "SmolLM2"])
+def test_the_kv_minimum_lengths_the_knob_table_names_are_the_enforced_ones(name, request, tmp_path):
+    """The knob table's kv minimum is what ``generate`` enforces with each tokenizer: one token
+    shorter is refused naming that minimum, the minimum itself builds. Before, the table said
+    "at least 64" and SmolLM2 needs 133."""
+    from phasebench.build import generate
+    from phasebench.errors import SpecError
+    from phasebench.lmeval.metadata import KV_MINIMUMS, knobs
+    from phasebench.specs import SplitSpec
+
+    tok = request.getfixturevalue({"DeepSeek-V4": "deepseek", "SmolLM2": "smollm2"}[name])
+    least = KV_MINIMUMS[name]
+    assert f"{least} for {name}" in knobs()[0].rule
+
+    def spec(length: int) -> SplitSpec:
+        return SplitSpec(family="kv", length=length, n_base=16, tokenizer=tok.name)
+
+    with pytest.raises(SpecError, match=f"needs at least {least} tokens"):
+        generate([spec(least - 1)], tmp_path / "short", progress=False, tokenizer=tok)
+    generate([spec(least)], tmp_path / "least", progress=False, tokenizer=tok)
+    assert (tmp_path / "least" / f"kv_{least}" / "manifest.json").is_file()

@@ -157,8 +157,13 @@ def test_a_period_4_margin_is_found_and_a_drift_is_not(code_plan):
     wrong = [-1.0 + rng.normal(0, 0.05) for r in code_plan.renderings]
     result = analyse(code_plan, fake_answers(code_plan, wrong), expect=None, provenance={})
     assert result.verdict.endswith("wrong at every shift: not a phase effect"), result.verdict
+    # the summary alone by default (before: a line per shift, 128, before it); bars after it
     text = terminal_plot(result)
-    assert "per phase (mod 8)" in text and "comment_dash" in text
+    assert text.startswith("per phase (mod 8)") and "comment_dash" not in text, text
+    assert len(text.splitlines()) <= 8, text
+    bars = terminal_plot(result, bars=True)
+    assert bars.startswith(text) and "comment_dash" in bars
+    assert len(bars.splitlines()) > len(code_plan.renderings), bars
 
 
 def test_a_phase_effect_over_few_rounds_is_not_vetoed_by_its_own_control_folds(deepseek):

@@ -128,8 +128,90 @@ def test_terminal_table_and_comparison(simulated, capsys):
     assert "phasebench_kv  length 4096  (SIMULATED-stride4; 64 base items x 8 phases)" in out
     assert "worst phase" in out and "gap" in out and "period      4" in out
     assert "phase-lock  S=2: 0.0, S=4: 100.0, S=8: 100.0" in out
-    comparison = out.split("comparison\n", 1)[1]
-    assert comparison.count("SIMULATED-flat") == 2 and comparison.count("SIMULATED-stride4") == 2
+    # several runs: first one table per task and length, ranked, its finding first
+    kv = next(b for b in out.split("\n\n") if b.startswith("phasebench_kv  length 4096  (2 runs"))
+    head, finding, columns, first, second = kv.splitlines()
+    assert head == "phasebench_kv  length 4096  (2 runs, ranked by worst phase)", head
+    assert finding.startswith("  finding: SIMULATED-stride4, gap 40.6 [") and (
+        finding.endswith(", p = 0.0099, period 4")  # the floor of 100 permutations
+    ), finding
+    assert columns.split() == ["run", "average", "worst", "phase", "gap", "[95%", "CI]", "p",
+                               "period", "phase", "effect"]  # fmt: skip
+    assert first.split()[0] == "SIMULATED-flat" and first.split()[-1] == "no", first
+    assert second.split()[0] == "SIMULATED-stride4" and second.split()[-1] == "finding", second
+    # no line of the report is wider than 100 columns (before: the comparison, 236)
+    assert max(map(len, out.splitlines())) <= 100, max(out.splitlines(), key=len)
+
+
+def test_runs_keep_the_order_given_and_the_comparison_ranks_them(simulated, capsys):
+    """Before, runs were sorted by name. The blocks keep the order the runs were read in; the
+    comparison ranks them by the ranking statistic (the flat run first: its worst phase is
+    higher), whatever order they came in."""
+    from phasebench.report import build_report, load_runs, render_tables
+
+    runs, _ = load_runs([str(simulated)])
+    texts = []
+    for order in (runs, runs[::-1]):
+        report = build_report(order, n_boot=50, n_perm=50)
+        text = render_tables(report)
+        blocks = [b.splitlines()[0] for b in text.split("\n\n") if "(SIMULATED-" in b]
+        names = [b.split("(")[1].split(";")[0] for b in blocks]
+        given = [r.name for r in order]
+        assert list(dict.fromkeys(names)) == given, (names, given)
+        kv = next(b for b in text.split("\n\n") if b.startswith("phasebench_kv  length 4096  (2"))
+        texts.append(kv.splitlines()[2:])
+    assert texts[0] == texts[1] and texts[0][1].split()[0] == "SIMULATED-flat", texts
+
+
+def test_the_legend_explains_the_marks_the_tables_print(simulated_report, capsys):
+    """The legend's words against the table's marks: each mark it explains (quoted) is one the
+    tables print, in the same words; it never speaks of a mark they do not print (before: gaps
+    "marked *", none was; "—" for no period, the table printed "none"). Short by default,
+    every statistic defined with ``--legend full``."""
+    import re
+
+    from phasebench import metrics
+
+    demo = str(ROOT / "docs" / "figures" / "demo-report.json")  # rendered, not recomputed
+    assert main(["report", demo]) == 0
+    short = capsys.readouterr().out
+    assert main(["report", demo, "--legend", "full"]) == 0
+    full = capsys.readouterr().out
+    assert main(["report", str(simulated_report[0] / "r.json")]) == 0  # 300 permutations
+    other = capsys.readouterr().out
+    assert "p < 0.001" not in other.rpartition("\nlegend: ")[0]
+    assert '"p < 0.001"' not in other.rpartition("\nlegend: ")[2]  # not printed: not explained
+    for out in (short, full):
+        tables, _, legend = out.rpartition("\nlegend: ")
+        marks = re.findall(r'"([^"]+)"', legend)
+        assert {"p < 0.001", "significant", "not significant", "none", "phase effect",
+                "finding"} <= set(marks), marks  # fmt: skip
+        for mark in marks:
+            assert mark in tables, f"the legend explains {mark!r}, which no table prints"
+        for symbol in ("—", "*"):
+            assert symbol not in legend or symbol in tables, symbol
+        assert "marked *" not in legend, legend
+    assert len(short.rpartition("\nlegend: ")[2].splitlines()) <= 8
+    for stat in metrics.statistics():
+        if stat.terminal and stat.help and stat.label in ("worst phase", "period", "Cochran Q"):
+            assert f"  {stat.label}: " in full and f"  {stat.label}: " not in short, stat.key
+    assert "--legend full" in short
+
+
+def test_plot_titles_write_p_as_the_tables_do(simulated_report):
+    """Before, a plot's title said "p = 0.000999" where the table said "p < 0.001": both come
+    from phasebench.formatting now."""
+    from phasebench import plots
+    from phasebench.report import render_tables
+
+    _, report = simulated_report
+    text = render_tables(report)
+    for run, body in report["runs"].items():
+        for task, lengths in body["tasks"].items():
+            for length, e in lengths.items():
+                title = plots._profile_figure(run, task, length, e)._suptitle.get_text()
+                p = title.split("pts (")[1].split(")")[0]
+                assert p.startswith("p ") and f"; {p};" in text, (title, p)
 
 
 def test_report_json_renders_back_without_recomputing(simulated_report, capsys):
@@ -390,7 +472,21 @@ def test_a_run_and_its_packed_submission_are_read_once(tmp_path, submission_rows
     with pytest.warns(SameRunWarning) as caught:
         assert main(["report", str(tmp_path), "--n-boot", "20", "--n-perm", "20"]) == 0
     out = capsys.readouterr().out
-    assert out.count("phasebench_kv  length 128  (") == 2, out
+    # a block per run, after the comparison of the two
+    assert out.count("phasebench_kv  length 128  (") == 3, out
+    assert out.count("phasebench_kv  length 128  (2 runs, ranked by worst phase)") == 1, out
     (warning,) = [str(w.message) for w in caught]
     assert "submissions/acme__m/rev holds a packed copy of the samples in" in warning, warning
     assert "lm_eval/acme__m" in warning, warning
+
+
+@pytest.mark.parametrize(
+    "saved", ["docs/figures/demo-report.json", "benchmarks/results/demo-diff.json"]
+)
+def test_no_report_line_is_wider_than_100_columns(saved, capsys):
+    """The README's reports, rendered again: before, the comparison's lines reached 236
+    columns, the per-phase tables 118 and the difference's heading 176."""
+    for legend in ("short", "full"):
+        assert main(["report", str(ROOT / saved), "--legend", legend]) == 0
+        out = capsys.readouterr().out
+        assert max(map(len, out.splitlines())) <= 100, max(out.splitlines(), key=len)
