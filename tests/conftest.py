@@ -201,7 +201,9 @@ def shipped_outcome(tmp_path_factory) -> Callable[[], Any]:
     """Validates the shipped example submissions (``leaderboard/submissions``) into one cache
     for the whole run, shared by the xdist workers under a file lock: the first call validates
     them all (minutes), every later one, on either worker, reuses the stored answers
-    (:class:`phasebench.leaderboard.reuse.ResultStore`) and returns a fresh outcome."""
+    (:class:`phasebench.leaderboard.reuse.ResultStore`) and returns a fresh outcome. Given
+    another folder (the shipped submissions and one more), it validates that one with the same
+    stored answers, so only the new submission costs time."""
     from filelock import FileLock
 
     from phasebench.leaderboard.validate import validate_all
@@ -210,9 +212,9 @@ def shipped_outcome(tmp_path_factory) -> Callable[[], Any]:
     shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
     submissions = Path(__file__).resolve().parents[1] / "leaderboard" / "submissions"
 
-    def outcome() -> Any:
+    def outcome(root: Path | None = None) -> Any:
         with FileLock(str(shared / "shipped-submissions.lock")):
-            return validate_all(submissions, cache=shared / "shipped-submissions-cache")
+            return validate_all(root or submissions, cache=shared / "shipped-submissions-cache")
 
     return outcome
 

@@ -237,7 +237,7 @@ def build_repo(
             {s.name: pq.read_schema(s.files()[0][0]) for s in sources},
         )
         atomic_write_text(tmp / CARD, card)
-        if writes_eval_yaml():
+        if writes_eval_yaml(index):
             atomic_write_text(tmp / EVAL_FILE, render_eval_yaml(index))
         validate_repo(tmp, deep=False)
     return out
@@ -442,17 +442,17 @@ def repo_problems(repo_dir: Path | str, *, deep: bool = True) -> list[str]:
         problems.append(f"{CARD}: differs from the card rendered from the manifests")
     eval_path = repo / EVAL_FILE
     if not eval_path.is_file():
-        if writes_eval_yaml():
+        if writes_eval_yaml(index):
             problems.append(f"{EVAL_FILE}: missing (the Hub reads it to list the benchmark)")
         return problems
     try:
         eval_bytes = _read_bounded(eval_path, MAX_CARD_BYTES, f"the benchmark's {EVAL_FILE}")
     except HubError as exc:
         return [*problems, f"{EVAL_FILE}: {exc}"]
-    if not writes_eval_yaml():
+    if not writes_eval_yaml(index):
         problems.append(
-            f"{EVAL_FILE}: present, but the Hub does not accept the framework it would name "
-            f"yet (docs/hub.md); remove it"
+            f"{EVAL_FILE}: present, but the Hub does not accept the framework it would name, "
+            f"or the repository holds no task Inspect AI runs (docs/hub.md); remove it"
         )
     elif eval_bytes != render_eval_yaml(index).encode("utf-8"):
         problems.append(f"{EVAL_FILE}: differs from the one written from the index")

@@ -15,6 +15,7 @@ import pandas as pd
 from phasebench.cache_reads import BASELINE_NOT_ACCEPTED, one_at_a_time_problem, read_order_problem
 from phasebench.errors import MachineError, PhasebenchError, SamplesError
 from phasebench.families import paired_unit
+from phasebench.leaderboard.aggregates import check_aggregates
 from phasebench.leaderboard.collect import RawSubmission, Refused
 from phasebench.leaderboard.excerpts import Collector
 from phasebench.leaderboard.regenerate import Regenerator
@@ -28,11 +29,9 @@ from phasebench.samples import (
     is_warm,
     served_label,
     served_state,
-    served_verified_share,
 )
 from phasebench.tokenizer_behaviour import provenance_difference
 
-METRIC_TOLERANCE = 1e-9
 #: The longest config a board accepts (the 128K of the published figures): a claimed spec
 #: beyond it is refused before anything is regenerated, so a submission cannot spend the
 #: validator's time and memory on a split no board would show.
@@ -331,7 +330,7 @@ def check_task(
         raise Refused("limit", results_path, f"run with --limit {limit}; submit the full split")
     frame = pd.DataFrame(rows_out)
     witness = _witness(task, path, scored)
-    _check_aggregates(task, results_path, results, frame, scored)
+    check_aggregates(task, results_path, results, frame, scored)
     return frame, context.longest, staged, witness, {k: c.result() for k, c in excerpts.items()}
 
 
@@ -549,65 +548,3 @@ def _gold_index(row: Mapping[str, Any]) -> int | None:
 
 def _longest_choice(tok: Any, choices: Iterable[str]) -> int:
     return max(len(ids) for ids in tok.piece_ids(list(choices)))
-
-
-def _check_aggregates(
-    task: str, path: Path, results: dict, frame: pd.DataFrame, scored: Sequence[dict]
-) -> None:
-    """Every reported aggregate equals the one recomputed from the samples with the task's own
-    aggregation (:func:`phasebench.lmeval.tasks.aggregate` over the scorer's records, in sample
-    order, as lm-eval collects them); per-sample means for ``acc`` and ``margin``. A metric
-    reported under the name an earlier version gave it (``acc_worst_phase``, now
-    ``acc_lowest_phase``) is recomputed under its current name
-    (:func:`phasebench.metrics.current_metric`), so older submissions still validate."""
-    from phasebench.lmeval.tasks import aggregate, metric_key, parse_metric_key
-    from phasebench.metrics import current_metric
-
-    reported = results["results"][task]
-    if not any(k.split(",")[0] == "acc" for k in reported):
-        raise Refused("metric", path, f"{task}: no reported acc")
-    for key, value in sorted(reported.items()):
-        metric, sep, _ = key.partition(",")
-        if not sep or "_stderr" in metric:
-            continue
-        try:
-            name, length = parse_metric_key(metric)
-        except ValueError:
-            raise Refused("metric", path, f"{task}: {key} is not a metric name") from None
-        metric = metric_key(current_metric(name), length)
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise Refused("metric", path, f"{task}: {key} is not a number ({value!r})")
-        items = None
-        if metric in ("acc", "margin", WARM_KEY) and metric in frame:
-            expected = float(frame[metric].mean())
-        elif metric == SERVED_KEY:
-            expected = served_verified_share([s[metric] for s in scored if metric in s])
-        else:
-            items = [s[metric] for s in scored if metric in s]
-            if not items:
-                raise Refused("metric", path, f"{task}: {key} is not a metric of this task")
-            try:
-                expected = aggregate(items, name=parse_metric_key(metric)[0])
-            except (KeyError, ValueError, PhasebenchError) as exc:
-                raise Refused(
-                    "metric", path, f"{task}: {key} cannot be recomputed ({exc})"
-                ) from None
-        if not _agrees(value, expected) and items is not None:
-            # a phase aggregate written by a phasebench before the gap's p-value and interval
-            # were one construction validates if the earlier rule gives it (the site shows
-            # the current rule's numbers, recomputed from the samples either way)
-            earlier = aggregate(items, name=parse_metric_key(metric)[0], earlier=True)
-            if _agrees(value, earlier):
-                continue
-        if not _agrees(value, expected):
-            raise Refused(
-                "metric",
-                path,
-                f"{task}: reported {key} = {value}, the samples give {expected:.12g}",
-            )
-
-
-def _agrees(value: float, expected: float) -> bool:
-    if math.isnan(value) and math.isnan(expected):
-        return True
-    return math.isclose(value, expected, rel_tol=0, abs_tol=METRIC_TOLERANCE)

@@ -16,7 +16,9 @@ and the axis where it is not the needle's, so boards at modulus 4 and 12 never s
 * the date of the run and a link back to the board as the ``source``.
 
 Test fixtures (``fixture: true`` in ``submission.yaml``: a random or toy model that proves the
-pipeline) are never exported; they are named in ``skipped``. A row that cannot become a result
+pipeline) are never exported, nor are the boards of a family that is no task of the benchmark
+(code: :func:`phasebench.hub.benchmark.inspect_runs`); they are named in ``skipped``.
+A row that cannot become a result
 (no cross-fitted worst phase, a length that is not a count, a value that is not a number) is
 skipped with its reason and the entry's other rows are still written: one bad row never takes
 the entry's other boards with it; an entry none of whose rows can be exported is refused.
@@ -47,7 +49,7 @@ from phasebench.errors import HubError, OutputError, SubmissionsError
 from phasebench.families import get_family
 from phasebench.families import names as family_names
 from phasebench.formatting import format_interval, format_value
-from phasebench.hub.benchmark import task_id
+from phasebench.hub.benchmark import NOT_IN_INSPECT, inspect_runs, task_id
 from phasebench.leaderboard.score import CLAIMED_NOT_WITNESSED
 
 #: Marks a folder this module wrote: only such a folder (or an empty one) is replaced.
@@ -212,6 +214,11 @@ def entry_results(
         if row.get("fixture"):
             skipped.setdefault(page, {})[name] = FIXTURE
             continue
+        if str(row.get("task", "")).removeprefix("phasebench_") in family_names() and not (
+            inspect_runs(str(row["task"]).removeprefix("phasebench_"))
+        ):
+            skipped.setdefault(page, {})[name] = NOT_IN_INSPECT
+            continue
         try:
             entry = _entry(board, row, dataset_id, site_url)
         except (ValueError, TypeError, OutputError) as exc:
@@ -265,9 +272,10 @@ def export_eval_results(
     Returns the files written. An entry that cannot be written inside ``out`` (a name that is
     not a plain Hub id or variant, or no row that can become a result) is left out and named in
     ``refused`` (its page: why); the others are written. A row left out of a written entry's
-    file (one that cannot become a result) or of a test fixture is named in ``skipped`` (page:
-    {board: why}). Two revisions of one model (and variant) each get a file, named with the
-    revision."""
+    file (one that cannot become a result), of a test fixture or of a board that is no task of
+    the benchmark (an entry of code boards alone has no file, and is not refused) is named in
+    ``skipped`` (page: {board: why}). Two revisions of one model (and variant) each get a file,
+    named with the revision."""
     import yaml
     from huggingface_hub import parse_eval_result_entries
 
@@ -275,7 +283,7 @@ def export_eval_results(
     skipped = {} if skipped is None else skipped
     results = entry_results(board, dataset_id, site_url, skipped)
     for page, boards in list(skipped.items()):
-        if page not in results and set(boards.values()) != {FIXTURE}:
+        if page not in results and not set(boards.values()) <= {FIXTURE, NOT_IN_INSPECT}:
             # an entry none of whose rows can be exported is refused, in one line
             refused[page] = "; ".join(f"{name}: {why}" for name, why in sorted(boards.items()))
             del skipped[page]

@@ -5,6 +5,14 @@ and in ``arguments``). Validation regenerates the prompts anyway, so ``pack`` dr
 ``arguments`` and every ``doc`` string longer than ``PACK_MIN_CHARS`` (recording which in
 ``packed_fields``) and keeps ids, row fields, hashes, responses and metrics. The results JSON is
 copied unmodified. Output is gzip with a fixed header, so packing twice gives identical bytes.
+
+An Inspect AI log (``.eval``) of a phasebench task is packed into the same two files: its
+samples as the records lm-eval logs for the same docs (:mod:`phasebench.inspect_log`), and a
+results file in lm-eval's shape written from the log (the model and its provider, the task's
+knobs, the sample count, Inspect's values of the phase statistics under lm-eval's metric names,
+and ``framework``: ``inspect_ai`` with its version). Validation then treats it as any other run:
+it regenerates the split, checks every doc and hash, re-scores every response and recomputes
+every reported number, Inspect's among them.
 """
 
 from __future__ import annotations
@@ -13,10 +21,11 @@ import gzip
 import io
 import json
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from phasebench.atomic import atomic_files, check_writable_dir
 from phasebench.errors import OutputError, SamplesError
+from phasebench.inspect_log import is_inspect_log
 from phasebench.leaderboard.collect import (
     RESULTS_NAME,
     SAMPLES_NAME,
@@ -102,6 +111,100 @@ def run_files(folder: Path) -> list[Path]:
     return sorted(chosen)
 
 
+def _check_out(out: Path, targets: list[Path], overwrite: bool) -> None:
+    check_writable_dir(out)
+    taken = [target.name for target in targets if target.exists() or target.is_symlink()]
+    if taken and not overwrite:
+        raise OutputError(
+            f"--out {str(out)!r} already holds {', '.join(taken[:3])}"
+            f"{f' and {len(taken) - 3} more' if len(taken) > 3 else ''}; choose another --out "
+            f"or pass --overwrite to replace them"
+        )
+
+
+def _results_of_inspect(run: Any) -> dict[str, Any]:
+    """The results file of an Inspect run, in lm-eval's shape (see the module docstring). Its
+    backend (``model_source``, ``config.model``, what ``submission.yaml``'s ``backend`` must
+    name) is Inspect's provider: ``hf`` loads the model with transformers as lm-eval's ``hf``
+    does."""
+    import datetime as dt
+
+    from phasebench.inspect_log import FRAMEWORK, REPORTED, lm_eval_metric
+    from phasebench.leaderboard.schema import known_tasks
+    from phasebench.lmeval.tasks import MAX_GEN_TOKS
+    from phasebench.lmeval_compat import hash_string
+
+    task = run.task
+    versions = known_tasks()
+    if task not in versions:
+        raise SamplesError(f"{task} is not a task of this phasebench ({sorted(versions)})")
+    provider = run.model.partition("/")[0]
+    reported: dict[str, Any] = {"alias": task}
+    for name, key, part in REPORTED:
+        metric = lm_eval_metric(key, part)
+        value = run.metrics.get(name)
+        if metric is not None and value is not None and value == value:  # NaN: not reported
+            reported[f"{metric},none"] = value
+    args = run.task_args
+    knobs = {
+        "max_seq_lengths": sorted({int(s["doc"].get("config_length", s["doc"]["length"]))
+                                   for s in run.samples}),
+        "phase_modulus": args.get("modulus"),
+        "n_base": args.get("n_base"),
+        "seed": args.get("seed"),
+    }  # fmt: skip
+    created = dt.datetime.fromisoformat(run.created)
+    n = len(run.samples)
+    return {
+        "results": {task: reported},
+        "versions": {task: versions[task]},
+        "n-samples": {task: {"original": n, "effective": n}},
+        "configs": {
+            task: {
+                "task": task,
+                "doc_to_text": "prompt",
+                "generation_kwargs": {"until": ["\n"], "max_gen_toks": MAX_GEN_TOKS},
+                "metadata": {k: v for k, v in knobs.items() if v is not None},
+            }
+        },
+        "config": {"model": provider, "model_args": {"pretrained": run.model.partition("/")[2],
+                                                     **run.model_args}},
+        "model_source": provider,
+        "model_name": run.model,
+        "date": created.timestamp(),
+        "task_hashes": {task: hash_string("".join(
+            s["doc_hash"] + s["prompt_hash"] + s["target_hash"] for s in run.samples))},
+        "framework": FRAMEWORK,
+        "framework_version": run.inspect_version,
+    }  # fmt: skip
+
+
+def _pack_inspect(
+    log: Path, out: Path, submission: Path | str | None, *, overwrite: bool
+) -> list[Path]:
+    """Pack an Inspect log: the results and samples files of the run it holds."""
+    import datetime as dt
+
+    from phasebench.inspect_log import read_inspect_log
+
+    run = read_inspect_log(log)
+    results = _results_of_inspect(run)
+    date = dt.datetime.fromtimestamp(results["date"], dt.UTC).strftime("%Y-%m-%dT%H-%M-%S.%f")
+    targets = [out / f"results_{date}.json", out / f"samples_{run.task}_{date}.jsonl.gz"]
+    if submission is not None:
+        targets.append(out / SUBMISSION_FILE)
+    _check_out(out, targets, overwrite)
+    lines = [json.dumps(_pack_record(r), ensure_ascii=False, separators=(",", ":"))
+             for r in run.samples]  # fmt: skip
+    with atomic_files() as files:
+        text = json.dumps(results, indent=2, ensure_ascii=False, sort_keys=True) + "\n"
+        files.open(targets[0]).write(text.encode("utf-8"))
+        _write_gzip(files.open(targets[1]), lines)
+        if submission is not None:
+            files.add_copy(Path(submission), targets[2])
+    return files.targets
+
+
 def _check_one_model(files: list[Path]) -> None:
     """The results files of a pack name one model (the model argument lm-eval names a run after,
     :func:`phasebench.samples.run_name`): runs of two models in one ``--output_path`` would be
@@ -140,6 +243,13 @@ def pack(
     disk leaves no partial file). A file of the same name already in ``out`` is refused before
     any work unless ``overwrite`` (other files there, such as another run's, are kept)."""
     source, out = Path(source), Path(out)
+    if submission is not None and (Path(submission).is_symlink() or not Path(submission).is_file()):
+        raise SamplesError(
+            f"--submission {str(submission)!r} is a link or not a file; pass the submission.yaml "
+            f"file itself (pack copies no link's target, as it packs no linked samples)"
+        )
+    if is_inspect_log(source):
+        return _pack_inspect(source, out, submission, overwrite=overwrite)
     if not source.is_dir():
         raise SamplesError(f"{str(source)!r} is not a folder of lm-eval output")
     candidates = [source, *sorted(p for p in source.iterdir() if p.is_dir())]
@@ -153,11 +263,6 @@ def pack(
         )
     files = run_files(folder)
     _check_one_model(files)
-    if submission is not None and (Path(submission).is_symlink() or not Path(submission).is_file()):
-        raise SamplesError(
-            f"--submission {str(submission)!r} is a link or not a file; pass the submission.yaml "
-            f"file itself (pack copies no link's target, as it packs no linked samples)"
-        )
     plan: list[tuple[Path, Path, bool]] = []  # (source file, packed file, gzip its samples?)
     for path in files:
         if RESULTS_NAME.match(path.name):
@@ -166,14 +271,7 @@ def pack(
             plan.append((path, out / (path.name + ".gz"), True))
     if submission is not None:
         plan.append((Path(submission), out / SUBMISSION_FILE, False))
-    check_writable_dir(out)
-    taken = [target.name for _, target, _ in plan if target.exists() or target.is_symlink()]
-    if taken and not overwrite:
-        raise OutputError(
-            f"--out {str(out)!r} already holds {', '.join(taken[:3])}"
-            f"{f' and {len(taken) - 3} more' if len(taken) > 3 else ''}; choose another --out "
-            f"or pass --overwrite to replace them"
-        )
+    _check_out(out, [target for _, target, _ in plan], overwrite)
     with atomic_files() as files:  # --out itself is removed again if it was made and this fails
         for path, target, gzipped in plan:
             if not gzipped:

@@ -94,6 +94,8 @@ def command(raw: RawSubmission, results: dict, tasks: Sequence[str]) -> str:
     ``--metadata``."""
     config = results.get("config") or {}
     metadata = ((results.get("configs") or {}).get(tasks[0]) or {}).get("metadata") or {}
+    if results.get("framework") == "inspect_ai":
+        return _inspect_command(raw, metadata, tasks)
     knobs = {
         k: metadata[k]
         for k in ("max_seq_lengths", "phase_modulus", "n_base", "seed", "prefix_cache")
@@ -118,6 +120,28 @@ def command(raw: RawSubmission, results: dict, tasks: Sequence[str]) -> str:
     return LOCAL_NOTE.format(model=raw.meta["model"]) + "\n" + shlex.join(command)
 
 
+#: ``inspect eval -T`` names of the knobs a packed Inspect run records (lm-eval's names).
+_INSPECT_ARGS = {"max_seq_lengths": "length", "phase_modulus": "modulus", "n_base": "n_base",
+                 "seed": "seed"}  # fmt: skip
+
+
+def _inspect_command(raw: RawSubmission, metadata: Mapping[str, Any], tasks: Sequence[str]) -> str:
+    """The ``inspect eval`` line that reproduces a packed Inspect run (one task per log)."""
+    command = ["inspect", "eval", "phasebench/" + tasks[0].removeprefix("phasebench_"), "--model",
+               f"{raw.meta['backend']}/{raw.meta['model']}", "--model-config",
+               "$(phasebench tasks-dir --inspect)"]  # fmt: skip
+    for key, name in _INSPECT_ARGS.items():
+        value = metadata.get(key)
+        if isinstance(value, list):
+            value = ",".join(map(str, value))
+        if value is not None and _PORTABLE.match(str(value)):
+            command += ["-T", f"{name}={value}"]
+    tokenizer = (raw.meta.get("tokenizer") or {}).get("name")
+    if tokenizer and _PORTABLE.match(str(tokenizer)):
+        command += ["-T", f"tokenizer={tokenizer}"]
+    return " ".join(shlex.quote(c) if not c.startswith("$(") else f'"{c}"' for c in command)
+
+
 def provenance(raw: RawSubmission, found: Mapping[str, tuple[Path, dict]]) -> dict[str, Any]:
     _, first = next(iter(found.values()))
 
@@ -131,6 +155,7 @@ def provenance(raw: RawSubmission, found: Mapping[str, tuple[Path, dict]]) -> di
         if tasks:
             commands.append(command(raw, results, tasks))
     return {
+        "framework": framework(first),
         "lm_eval_version": version(first.get("lm_eval_version")),
         "transformers_version": version(first.get("transformers_version")),
         "date": _iso_date(first.get("date")),
@@ -138,6 +163,25 @@ def provenance(raw: RawSubmission, found: Mapping[str, tuple[Path, dict]]) -> di
         "results_files": sorted(p.name for p, _ in raw.results),
         "samples_files": sorted(p.name for p, _ in raw.samples.values()),
     }
+
+
+#: How the board names the framework that ran an entry, by what its results file records
+#: (``framework``, which ``phasebench leaderboard pack`` writes for an Inspect AI log; lm-eval's
+#: own results files name none).
+FRAMEWORK_NAMES = {"inspect_ai": "Inspect AI", None: "lm-eval"}
+
+
+def framework(results: Mapping[str, Any]) -> str:
+    """``lm-eval 0.4.13`` or ``Inspect AI 0.3.285``: the framework that ran the results file
+    and its version (an unknown framework is refused by the schema rule)."""
+    name = results.get("framework")
+    if name not in FRAMEWORK_NAMES:
+        raise Refused(
+            "json", "results", f"framework {ascii(name)[:40]} is not one phasebench reads"
+        )
+    raw = results.get("framework_version") if name else results.get("lm_eval_version")
+    text = str(raw) if raw is not None else "unknown"
+    return f"{FRAMEWORK_NAMES[name]} {text if VERSION_TEXT.match(text) else 'unreadable'}"
 
 
 def _iso_date(value: Any) -> str:

@@ -336,6 +336,7 @@ def score(outcome: Outcome, reported: Mapping[str, Any] | None = None) -> dict[s
                     "serving_witness": detail["serving_witness"],
                     "chat_template": bool(sub.meta["chat_template"]),
                     **exported(summary),
+                    "framework": sub.provenance.get("framework", "lm-eval"),
                     "lm_eval_version": sub.provenance["lm_eval_version"],
                     "transformers_version": sub.provenance["transformers_version"],
                     "phasebench_version": __version__,

@@ -14,6 +14,7 @@ from typing import Any
 
 from phasebench import metrics
 from phasebench.errors import SamplesError
+from phasebench.inspect_log import is_inspect_log, read_inspect_log
 from phasebench.report._render import comparison_frame, render_tables
 from phasebench.samples import (
     RESULTS_NAME,
@@ -63,15 +64,20 @@ def load_runs(paths: Sequence[str | Path]) -> tuple[list[Run], list[dict[str, An
         if path.is_file() and path.suffix == ".json" and not RESULTS_NAME.match(path.name):
             reports.append(_read_report_json(path))
             continue
+        inspect_logs = [path] if is_inspect_log(path) else []
         if path.is_file():
             files = [path] if SAMPLES_NAME.match(path.name) else _samples_next_to(path)
         else:
             files = sorted(f for f in path.rglob("samples_*") if SAMPLES_NAME.match(f.name))
+            inspect_logs = sorted(f for f in path.rglob("*.eval") if is_inspect_log(f))
         files = [f for f in files if SAMPLES_NAME.match(f.name)]
+        runs += [_inspect_run(log) for log in inspect_logs]
+        if not files and inspect_logs:
+            continue
         if not files:
             raise SamplesError(
-                f"no samples_<task>_<date>.jsonl under {path}; run lm_eval with --log_samples "
-                "and --output_path, then pass that folder"
+                f"no samples_<task>_<date>.jsonl or Inspect .eval log under {path}; run lm_eval "
+                "with --log_samples and --output_path (or inspect eval), then pass that folder"
             )
         by_folder: dict[Path, list[Path]] = defaultdict(list)
         for f in files:
@@ -117,6 +123,14 @@ def _read_once(runs: list[Run]) -> list[Run]:
         seen.setdefault(key, run)
         kept.append(run)
     return kept
+
+
+def _inspect_run(path: Path) -> Run:
+    """An Inspect AI log of a phasebench task as a run (:mod:`phasebench.inspect_log` gives
+    its samples in lm-eval's shape), named after its model as Inspect names it."""
+    log = read_inspect_log(path)
+    name = run_name({"pretrained": log.model.partition("/")[2] or log.model}) or log.model
+    return Run(name=name, source=str(path), samples={log.task: log.samples})
 
 
 def runs_from_files(files: Sequence[str | Path]) -> list[Run]:

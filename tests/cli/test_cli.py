@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -229,3 +230,16 @@ def test_help_shows_each_default_once_and_none_for_required_or_unset_options():
             assert entry.count("(default") <= 1, (parser.prog, entry)
         seen += 1
     assert seen > 20
+
+
+def test_tasks_dir_inspect_prints_the_hf_model_arguments(capsys):
+    """``phasebench tasks-dir --inspect`` names the file ``inspect eval --model-config`` takes:
+    the pass-through chat template the Inspect tasks declare, and greedy decoding."""
+    import yaml
+
+    assert main(["tasks-dir", "--inspect"]) == 0
+    path = Path(capsys.readouterr().out.strip())
+    config = yaml.safe_load(path.read_text())
+    assert config == {"chat_template": "{{ messages[0]['content'] }}", "do_sample": False}
+    source = (path.parent / "_tasks.py").read_text()
+    assert f'PROMPT_AS_IS = "{config["chat_template"]}"' in source

@@ -289,62 +289,75 @@ def test_load_dataset_gives_the_original_rows(repo, generated, tmp_path):
     assert default["id"] == [r["id"] for r in iter_rows(folder, ["id"])]
 
 
-def test_no_eval_yaml_while_the_hub_refuses_its_framework(repo, tmp_path):
-    """The Hub accepts only the frameworks huggingface.js lists, and lm-evaluation-harness is
-    not one (before, every folder got an ``eval.yaml`` a push would have had refused): no file
-    is written, and a folder that holds one is inconsistent."""
-    from phasebench.hub.benchmark import (
-        EVAL_FILE,
-        EVALUATION_FRAMEWORK,
-        HUB_FRAMEWORKS,
-        render_eval_yaml,
-        writes_eval_yaml,
-    )
+def test_no_eval_yaml_names_a_framework_the_hub_refuses(repo, tmp_path, monkeypatch):
+    """The Hub accepts only the frameworks huggingface.js lists: inspect-ai is one, and a
+    published folder has its ``eval.yaml``; were phasebench to name one outside the list
+    (lm-evaluation-harness, which runs its tasks too), no file would be written and a folder
+    holding one would be inconsistent."""
+    from phasebench.hub import benchmark
+    from phasebench.hub.benchmark import EVAL_FILE, HUB_FRAMEWORKS, render_eval_yaml
 
-    assert EVALUATION_FRAMEWORK not in HUB_FRAMEWORKS and not writes_eval_yaml()
-    assert not (repo / EVAL_FILE).exists()
+    assert benchmark.EVALUATION_FRAMEWORK == "inspect-ai" in HUB_FRAMEWORKS
+    assert (repo / EVAL_FILE).is_file() and not hub.repo_problems(repo, deep=False)
+    monkeypatch.setattr(benchmark, "EVALUATION_FRAMEWORK", "lm-evaluation-harness")
+    assert not benchmark.writes_eval_yaml()
     bad = _copy(repo, tmp_path / "bad")
     (bad / EVAL_FILE).write_text(render_eval_yaml(hub.read_index(repo)))
     assert any("does not accept" in p for p in hub.repo_problems(bad, deep=False))
 
 
-def test_eval_yaml_names_a_loadable_task_per_family_and_length(repo, tmp_path, monkeypatch):
-    """``eval.yaml`` (what makes the repository a Hub benchmark, once the Hub accepts
-    lm-evaluation-harness) has the documented keys, one task per board design, and every
-    task's config and split load with ``datasets``."""
+@pytest.mark.slow  # imports inspect_ai, loads every task's config
+def test_eval_yaml_names_a_loadable_task_per_board_for_inspect(repo, tmp_path):
+    """``eval.yaml`` (what makes the repository a Hub benchmark) has the keys the Hub's
+    documentation asks of an ``inspect-ai`` benchmark: per task an id, a config and a split,
+    and a ``field_spec`` Inspect's own ``FieldSpec`` takes, naming columns the config loads
+    with, solvers and scorers (Inspect's ``generate``, phasebench's registered scorer). One task
+    per board design, and every task's config and split load with ``datasets``."""
     import datasets
     import yaml
+    from inspect_ai.dataset import FieldSpec
 
-    from phasebench.hub import benchmark
     from phasebench.hub.benchmark import EVAL_FILE, parse_eval_yaml, render_eval_yaml
 
-    monkeypatch.setattr(benchmark, "HUB_FRAMEWORKS", (benchmark.EVALUATION_FRAMEWORK,))
-    text = render_eval_yaml(hub.read_index(repo))
-    repo = _copy(repo, tmp_path / "accepted")
-    (repo / EVAL_FILE).write_text(text)
-    assert not hub.repo_problems(repo, deep=False)
+    text = (repo / EVAL_FILE).read_text()
+    assert text == render_eval_yaml(hub.read_index(repo))
     bad = _copy(repo, tmp_path / "bad")  # before datasets has read (and cached into) the folder
     data = parse_eval_yaml(text)
     assert data == yaml.safe_load(text) and list(data) == [
         "name", "description", "evaluation_framework", "tasks"
     ]  # fmt: skip
-    assert data["evaluation_framework"] == "lm-evaluation-harness"
-    # one task per board design: family, length and modulus (8 here), as the leaderboard's boards
-    expected = [f"{f}_{n}_m8" for f, lengths in FAMILY_LENGTHS.items() for n in lengths]
+    assert data["evaluation_framework"] == "inspect-ai"
+    # one task per board design: family, length and modulus (8 here), as the leaderboard's boards,
+    # of the families Inspect runs (code's log-likelihood scoring it does not: docs/inspect.md)
+    expected = [f"{f}_{n}_m8" for f, lengths in FAMILY_LENGTHS.items() for n in lengths
+                if f != "code"]  # fmt: skip
     assert sorted(t["id"] for t in data["tasks"]) == sorted(expected)
     for task in data["tasks"]:
+        assert list(task) == ["id", "config", "split", "field_spec", "solvers", "scorers"]
         assert HUB_NAME.match(task["id"]) and task["split"] == "test"
         assert task["config"] == f"{task['id'].removesuffix('_m8')}_deepseek_v4"
+        spec = FieldSpec(**task["field_spec"])
+        assert (spec.input, spec.target, spec.id) == ("prompt", "answer", "id")
+        assert task["solvers"] == [{"name": "generate"}]
+        assert task["scorers"] == [{"name": "phasebench/phase_answer"}]
         ds = datasets.load_dataset(str(repo), task["config"], split=task["split"],
                                    cache_dir=str(tmp_path))  # fmt: skip
         assert set(ds["family"]) == {task["id"].split("_")[0]} and len(ds) > 0
+        assert set(spec.metadata) | {"prompt", "answer", "id"} == set(ds.column_names)
     # a changed eval.yaml is found, and a broken one is refused with the reason
-    (bad / EVAL_FILE).write_text(text.replace("lm-evaluation-harness", "other"))
+    (bad / EVAL_FILE).write_text(text.replace("inspect-ai", "other"))
     assert any(EVAL_FILE in p for p in hub.repo_problems(bad, deep=False))
     with pytest.raises(PhasebenchError, match="exactly"):
         parse_eval_yaml("name: x\ntasks: []\n")
     with pytest.raises(PhasebenchError, match="twice"):
         parse_eval_yaml(yaml.safe_dump({**data, "tasks": data["tasks"][:1] * 2}))
+    with pytest.raises(PhasebenchError, match="field_spec needs input and target"):
+        no_target = {**data["tasks"][0], "field_spec": {"input": "prompt"}}
+        parse_eval_yaml(yaml.safe_dump({**data, "tasks": [no_target]}))
+    with pytest.raises(PhasebenchError, match="scorers must list"):
+        parse_eval_yaml(yaml.safe_dump({**data, "tasks": [{**data["tasks"][0], "scorers": []}]}))
+    with pytest.raises(PhasebenchError, match="accepts no framework"):
+        parse_eval_yaml(text.replace("inspect-ai", "lm-evaluation-harness"))
 
 
 def test_load_split_checks_tokenizer_and_content(repo, tmp_path, deepseek_bos):

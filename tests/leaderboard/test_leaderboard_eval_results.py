@@ -54,13 +54,13 @@ def test_every_accepted_entry_gets_its_eval_results_file(
     site = tmp_path / "site"
     build_site(board, site)
 
-    # the benchmark dataset: the same split published; its tasks are those an eval.yaml would
-    # name (none is written while the Hub does not accept lm-eval as a framework, docs/hub.md)
+    # the benchmark dataset: the same split published; its tasks are those its eval.yaml names
     repo = tmp_path / "repo"
     split_rows(tmp_path / "generated")
     assert main(["publish", str(tmp_path / "generated"), "--out", str(repo)]) == 0
     tasks = {t["id"] for t in eval_tasks(json.loads((repo / "phasebench.json").read_text()))}
     assert tasks == {"kv_128_m8"}
+    assert {t["id"] for t in yaml.safe_load((repo / "eval.yaml").read_text())["tasks"]} == tasks
 
     out = tmp_path / "eval-results"
     argv = ["leaderboard", "export-eval-results", str(site), "--dataset", "acme/phasebench",
@@ -138,12 +138,13 @@ def test_shipped_site_exports_one_task_per_board(tmp_path, shipped_outcome):
     assert done.returncode == 0, done.stderr
     rows = [r for r in json.loads((site / "leaderboard.json").read_text())["rows"]
             if not r.get("reported")]  # fmt: skip
-    exported = [r for r in rows if not r["fixture"]]
+    # neither the fixture nor a code board (no task of the benchmark: docs/inspect.md)
+    exported = [r for r in rows if not r["fixture"] and r["task"] != "phasebench_code"]
     by_board = {}
     for row in exported:
         by_board.setdefault(row["board"], []).append(row)
     # one task per board: a board's task holds exactly its rows' values, and no other board's
-    assert len(entries) == len(by_board) >= 7
+    assert len(entries) == len(by_board) >= 6
     for name, members in by_board.items():
         url = f"{SITE}/{board_page(name)}"
         (task,) = {tid for tid, got in entries.items() if any(e.source_url == url for _, e in got)}
@@ -159,6 +160,7 @@ def test_shipped_site_exports_one_task_per_board(tmp_path, shipped_outcome):
         "HuggingFaceTB__SmolLM2-135M-Instruct"
     }
     assert "phasebench_kv@256/m8" in done.stderr and "test fixture" in done.stderr
+    assert "phasebench_code@" in done.stderr and "not a task of the benchmark" in done.stderr
     # preliminary entries are marked, the others are not
     notes = {(e.source_url, e.value): e.notes for got in entries.values() for _, e in got}
     for row in exported:
@@ -171,14 +173,16 @@ def test_shipped_site_exports_one_task_per_board(tmp_path, shipped_outcome):
     base = [r for r in data["rows"] if not r.get("reported") and r["variant"] is None
             and not r["fixture"]]  # fmt: skip
     assert {r["task"] for r in base} == {"phasebench_code", "phasebench_kv", "phasebench_niah"}
-    (code,) = [r for r in base if r["task"] == "phasebench_code"]
-    code["worst_phase_crossfit"] = "high"
+    (broken_row,) = [r for r in base if r["task"] == "phasebench_kv"]
+    broken_row["worst_phase_crossfit"] = "high"
     broken = tmp_path / "broken"
     broken.mkdir()
     (broken / "leaderboard.json").write_text(json.dumps(data))
     done, out, entries = export(broken)
     assert done.returncode == 0, done.stderr
-    assert f"{code['board']}' not exported: worst_phase_crossfit is not a number" in done.stderr
+    assert (
+        f"{broken_row['board']}' not exported: worst_phase_crossfit is not a number" in done.stderr
+    )
     (path,) = out.glob("HuggingFaceTB__SmolLM2-135M-Instruct/.eval_results/phasebench.yaml")
     written = parse_eval_result_entries(yaml.safe_load(path.read_text()))
-    assert sorted(e.task_id for e in written) == ["kv_512_m4", "niah_512_m4"]
+    assert sorted(e.task_id for e in written) == ["niah_512_m4"]
