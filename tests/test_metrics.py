@@ -173,7 +173,7 @@ def test_the_terminal_table_shows_a_registered_statistic(throwaway, tmp_path, su
     from phasebench.report import build_report, load_runs, render_tables
 
     runs, _ = load_runs([folder])
-    text = render_tables(build_report(runs, n_boot=20, n_perm=20))
+    text = render_tables(build_report(runs, n_boot=20, n_perm=20), full_legend=True)
     assert "  median phase" in text and "median phase: the median" in text
 
 

@@ -169,17 +169,22 @@ def _group(
         if state is not None:  # through an API server
             witness = served.setdefault(key, dict.fromkeys(SERVED_STATES, 0) | {"first": None})
             witness[state] += 1
-        acc = _number(s.get("acc"), f"{where}: acc")
+        # a left-out sample is put back counted wrong and right (left_out_problem): its own
+        # score, which an API run may not have logged, is never read
+        left = state == "disagree"
+        acc = 0.0 if left else _number(s.get("acc"), f"{where}: acc")
         try:
             family = get_family(str(doc["family"]))
         except SpecError as exc:
             raise SamplesError(f"{where}: doc {exc}") from None
-        margin = _number(s.get("margin"), f"{where}: margin") if family.has_margin else None
+        margin = None
+        if family.has_margin:
+            margin = 0.0 if left else _number(s.get("margin"), f"{where}: margin")
         try:
             record = scored_record(doc, acc, margin)
         except (KeyError, TypeError, ValueError) as exc:
             raise SamplesError(f"{where}: doc field {exc} is missing or not a number") from None
-        if state == "disagree":
+        if left:
             if witness["first"] is None:
                 witness["first"] = {
                     "id": str(doc.get("id", number)),

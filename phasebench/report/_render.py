@@ -143,6 +143,7 @@ def _difference_block(diff: Mapping[str, Any]) -> str:
         WIDTH,
         subsequent_indent="  ",
         break_on_hyphens=False,
+        break_long_words=False,
     )
     for task, lengths in diff["tasks"].items():
         for length, e in sorted(lengths.items(), key=lambda kv: int(kv[0])):
@@ -259,6 +260,7 @@ def legend(
         lines += textwrap.wrap(
             f"{stat.label}: {stat.help}", WIDTH - 2, initial_indent="  ",
             subsequent_indent="    ", break_on_hyphens=False,
+        break_long_words=False,
         )  # fmt: skip
     return "\n".join(lines)
 

@@ -245,7 +245,7 @@ def test_a_case_changed_copy_loses_to_the_entry_committed_before_it(tmp_path, re
         assert [s.name for s in outcome.accepted] == [f"{example.name}/{revision}"]
         ((name, (problem,)),) = outcome.refused
         assert name == f"phasebench__Tiny-Random-Llama/{revision}" and problem.rule == "duplicate"
-        assert f"{example.name}/{revision}, which keeps its place (it was added to" in (
+        assert f"{example.name}/{revision}, which keeps its place (the maintainers' branch" in (
             problem.message
         )
 

@@ -503,7 +503,9 @@ def test_summarize_samples_refuses_mixed_records():
 STATS_API = [
     "PhaseSummary",
     "ReadPair",
+    "ThreeReads",
     "cochran_q",
+    "cold_baseline",
     "compare_runs",
     "consistent_periods",
     "crossfit_worst",
