@@ -31,6 +31,7 @@ from support.api_checks import (
     check_witness_catches_retokenizing,
 )
 from support.openai_server import serve
+from support.probes import NIAH_PROBE
 
 
 @pytest.fixture(scope="module")
@@ -65,17 +66,6 @@ def test_both_axes_through_the_server(server, tmp_path):
     assert check_length_axis(server, tmp_path)
 
 
-#: A prompt of the user's own for ``phasebench probe`` (``{{shift}}`` moves the needle).
-PROBE_PROMPT = (
-    "Read the notes below, then answer the question.\n"
-    "The weather report said the harbour stayed calm all week.\n"
-    "{{shift}}The special magic number for velmorax is 48213.\n"
-    "The ferry left on time and the market opened at noon.\n"
-    "{{balance}}{{question}}Question: what is the special magic number for velmorax?\n"
-    "Answer:"
-)
-
-
 @pytest.mark.slow
 def test_probe_through_the_server(server, tmp_path, capsys):
     """``phasebench probe`` through ``local-completions`` against the same server: its
@@ -87,7 +77,7 @@ def test_probe_through_the_server(server, tmp_path, capsys):
     from phasebench.cli import main
 
     prompt = tmp_path / "prompt.txt"
-    prompt.write_text(PROBE_PROMPT, encoding="utf-8")
+    prompt.write_text(NIAH_PROBE, encoding="utf-8")
     args = (f"model={server.model},base_url={server.url}/v1/completions,"
             f"tokenizer={server.tokenizer},max_length=2048,tokenizer_backend=huggingface,"
             f"tokenized_requests=False")  # fmt: skip

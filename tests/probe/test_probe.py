@@ -13,15 +13,8 @@ from phasebench.probe import ProbeError, parse_prompt, plan_shifts
 from phasebench.probe.analysis import analyse, terminal_plot
 from phasebench.probe.run import Answer
 from phasebench.probe.shifts import STYLE_NAMES, chat_frame
+from support.probes import NIAH_PROBE as NIAH
 
-NIAH = (
-    "Read the notes below, then answer the question.\n"
-    "The weather report said the harbour stayed calm all week.\n"
-    "{{shift}}The special magic number for velmorax is 48213.\n"
-    "The ferry left on time and the market opened at noon.\n"
-    "{{balance}}{{question}}Question: what is the special magic number for velmorax?\n"
-    "Answer:"
-)
 FILLER_LINE = "The afternoon was quiet and nothing else happened.\n"
 FAMILIES = ["deepseek", "smollm2", "mistral_v1"]
 
