@@ -323,8 +323,8 @@ def next_commands(out: str) -> list[tuple[str, str]]:
         (
             "evaluate it (for a model of yours, its own --model_args)",
             f"phasebench eval --model hf --model_args {model_args} --tasks phasebench_kv "
-            f"""--metadata '{{"max_seq_lengths": [512], "n_base": 16}}' --batch_size 8 """
-            f"--log_samples --output_path {run}",
+            f"""--metadata '{{"max_seq_lengths": [512], "n_base": 8, "phase_modulus": 4}}' """
+            f"--batch_size 8 --log_samples --output_path {run}",
         ),
         (
             "submit it to a leaderboard (the demo's submission.yaml describes this run), then "

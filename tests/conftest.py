@@ -28,6 +28,21 @@ if _WORKERS > 1:
     for _name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ.setdefault(_name, _SHARE)
 
+# glibc serves an allocation over 32 MiB with a fresh mmap and unmaps it when freed, so every
+# logits tensor over a 129K-token vocabulary (the tiny Llama's DeepSeek-V4 vocabulary) is paid
+# for again in page faults: a code run of lm-eval spent 42 s of its 76 s in the kernel. Freed
+# memory is kept for reuse instead, in this process (``mallopt``) and, through these variables,
+# in every process the suite starts (docs/development.md). Nothing the tests assert changes.
+_KEEP = 1 << 30  # bytes: an allocation under 1 GiB comes from the heap, and 1 GiB stays there
+os.environ.setdefault("MALLOC_MMAP_THRESHOLD_", str(_KEEP))
+os.environ.setdefault("MALLOC_TRIM_THRESHOLD_", str(_KEEP))
+with contextlib.suppress(OSError, AttributeError):  # not glibc: nothing to tune
+    import ctypes
+
+    _LIBC = ctypes.CDLL("libc.so.6")
+    _LIBC.mallopt(-3, _KEEP)  # M_MMAP_THRESHOLD
+    _LIBC.mallopt(-1, _KEEP)  # M_TRIM_THRESHOLD
+
 from phasebench.tokenization import PhaseTokenizer, load_tokenizer  # noqa: E402
 from support.models import SMOLLM2_GGUF, make_tiny_llama, smollm2_folder  # noqa: E402
 from support.submissions import split_rows  # noqa: E402

@@ -430,12 +430,13 @@ def test_dark_mode_follows_the_system_setting(server):
 
 
 def _every_page(site: Path, server: str, browser, built: str, axe_all: bool = True) -> list[str]:
-    """Open every page of the site at every width and colour scheme: it fits the width, names
+    """Open the pages of the site at every width and colour scheme: each fits the width, names
     its build and version, loads nothing from outside, logs no error and axe-core finds no
-    violation (on every page, or with ``axe_all=False`` on the first page of each template:
-    each top-level page, one board, one model page). With ``axe_all=False`` the dark scheme,
-    which changes colours and not the layout, and the phone width, which every page of the
-    test site is opened at (``axe_all=True``), are opened on those pages only."""
+    violation. Every page is opened at the first width in the light scheme and audited there
+    (with ``axe_all=False``: the first page of each template is audited, each top-level page,
+    one board, one model page); with ``axe_all`` every page is also opened at the phone width.
+    The first page of each template is opened and audited at every width and scheme: the dark
+    scheme changes colours and the phone width the layout of a template, never of one page."""
     pages = sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html"))
     assert {"index.html", "about.html", "submit.html", "rejections.html", "reported.html"} <= set(
         pages
@@ -443,13 +444,15 @@ def _every_page(site: Path, server: str, browser, built: str, axe_all: bool = Tr
     kinds = {}
     for name in pages:
         kinds.setdefault(name.split("/")[0] if "/" in name else name, name)
-    audited = set(pages) if axe_all else set(kinds.values())
+    templates = set(kinds.values())
     for width in WIDTHS:
         for scheme in ("light", "dark"):
             page = browser.new_page(viewport={"width": width, "height": 800}, color_scheme=scheme)
             errors, external = _watch(page, server)
-            every = scheme == "light" and (axe_all or width == WIDTHS[0])
-            for name in pages if every else sorted(audited):
+            first = width == WIDTHS[0] and scheme == "light"
+            opened = pages if first or (axe_all and scheme == "light") else sorted(templates)
+            audited = set(pages) if first and axe_all else templates
+            for name in opened:
                 page.goto(f"{server}/{name}")
                 page.wait_for_load_state("networkidle")
                 _fits(page, width)

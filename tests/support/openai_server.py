@@ -286,15 +286,24 @@ class Served:
 
 
 @contextlib.contextmanager
-def serve(kind: str, work: Path) -> Iterator[Served]:
+def serve(kind: str, work: Path, *, tiny: bool = False) -> Iterator[Served]:
     """Start ``kind`` (one of :data:`SERVERS`) on SmolLM2 behind a recording proxy, with its
-    files (model folder, tokenizer, logs) under ``work``; stop both when the block ends."""
-    from support.models import SMOLLM2_GGUF, save_smollm2_folder, smollm2_folder
+    files (model folder, tokenizer, logs) under ``work``; stop both when the block ends.
+    ``tiny`` (transformers only): the server runs a tiny random Llama with SmolLM2's tokenizer
+    and chat template (:func:`support.models.save_tiny_smollm2_folder`) instead of SmolLM2's
+    weights, for checks of what the server reads, not of what it answers."""
+    from support.models import (
+        SMOLLM2_GGUF,
+        save_smollm2_folder,
+        save_tiny_smollm2_folder,
+        smollm2_folder,
+    )
 
     work.mkdir(parents=True, exist_ok=True)
     log = work / f"{kind}-server.log"
     if kind == "transformers":
-        folder = save_smollm2_folder(work / "smollm2")
+        save = save_tiny_smollm2_folder if tiny else save_smollm2_folder
+        folder = save(work / "smollm2")
         fed = work / "fed.jsonl"
         with transformers_server(folder, log, fed) as base, recording_proxy(base) as (url, rec):
             yield Served(kind, base, url, str(folder), folder, rec, fed)
