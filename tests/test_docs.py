@@ -523,7 +523,8 @@ def test_the_ci_prompt_counts_the_docs_state_are_the_tests():
     (length,) = metadata["max_seq_lengths"]
     text = " ".join((ROOT / "docs" / "tasks.md").read_text(encoding="utf-8").split())
     stated = f"kv as the demo's next eval prints it ({metadata['n_base']} base items x "
-    stated += f"{DEFAULT_MODULUS} phases at {length} tokens"
+    modulus = metadata.get("phase_modulus", DEFAULT_MODULUS)
+    stated += f"{modulus} phases at {length} tokens"
     assert stated in text, f"docs/tasks.md should say {stated!r}"
     source = (ROOT / "tests" / "families" / "test_length_phases.py").read_text(encoding="utf-8")
     assert '"max_seq_lengths": [256], "n_base": 4, "phase_modulus": modulus' in source

@@ -189,11 +189,11 @@ def test_a_registered_statistic_reaches_lm_eval_results(throwaway, tiny_llama, t
         "sys.argv[0] = 'lm_eval'\nrunpy.run_module('lm_eval', run_name='__main__')\n"
     )
     metadata = {"max_seq_lengths": [128], "phase_modulus": 4, "n_base": 8, "metrics": "full"}
+    # the control, without the statistic: `phasebench eval` (lm-eval's CLI, not indexing
+    # lm-eval's own task files); then the same run through the launcher
     proc = lm_eval(tmp_path, f"pretrained={tiny_llama},dtype=float32", "phasebench_kv",
-                   metadata, python=f"{sys.executable}", env=env,
-                   extra=())  # fmt: skip
+                   metadata, env=env, wrapper=True)  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
-    # the plain CLI (no statistic) is the control: same run with the launcher
     proc = _run_launcher(launcher, tmp_path, tiny_llama, metadata, env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     results, samples = outputs(tmp_path / "with")

@@ -35,7 +35,9 @@ def both_runs(tmp_path_factory):
         "-T", f"n_base={N_BASE}",
     ])  # fmt: skip
     knobs = {"max_seq_lengths": [LENGTH], "phase_modulus": MODULUS, "n_base": N_BASE}
-    proc = lm_eval(work, "pretrained=tiny-llama,dtype=float32", "phasebench_kv", knobs)
+    # through `phasebench eval`, lm-eval's CLI without indexing lm-eval's own task files
+    proc = lm_eval(work, "pretrained=tiny-llama,dtype=float32", "phasebench_kv", knobs,
+                   wrapper=True)  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     return log, work / "out"
 
