@@ -155,6 +155,7 @@ def test_cached_generation_answers_as_the_recomputed_one():
             assert row[-3:].tolist() == alone[0, -3:].tolist()
 
 
+@pytest.mark.slow
 def test_retraining_with_a_tiny_budget_saves_a_loadable_model(tmp_path):
     settings = TrainSettings(steps=3, batch_size=2, warmup=1)
     out = tmp_path / "mean-w8s4"
