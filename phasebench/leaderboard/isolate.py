@@ -65,7 +65,16 @@ class Limits:
         return f"{self.memory >> 20} MiB"
 
 
+#: Environment variables that a preloaded module reads once, when the fork server starts: each a
+#: JSON list (:mod:`phasebench.leaderboard.warm`'s tokenizers to load). A process has one fork
+#: server; a call whose list names an item the running server did not start with stops it, and
+#: the call's first child starts a new one from the environment as it is then. (Without this,
+#: only the first validation of a long-lived process found its shared tokenizers loaded.)
+SERVER_LISTS = ("PHASEBENCH_WARM_TOKENIZERS",)
+
 _CONTEXT: Any = None
+#: The items of :data:`SERVER_LISTS` the running fork server started with (None: none started).
+_SERVED: dict[str, frozenset[str]] | None = None
 
 
 def _context() -> Any:
@@ -75,6 +84,32 @@ def _context() -> Any:
         ctx.set_forkserver_preload(list(PRELOAD))
         _CONTEXT = ctx
     return _CONTEXT
+
+
+def _items(raw: str | None) -> frozenset[str]:
+    """The items of a :data:`SERVER_LISTS` value (a value that is not a JSON list: itself)."""
+    try:
+        value = json.loads(raw) if raw else []
+    except ValueError:
+        value = None
+    if not isinstance(value, list):
+        return frozenset({str(raw)})
+    return frozenset(json.dumps(item, sort_keys=True) for item in value)
+
+
+def _serve(env: dict[str, str]) -> None:
+    """Make sure the fork server the next child comes from has every item of
+    :data:`SERVER_LISTS` that ``env`` (the call's environment) names: stop a running one that
+    lacks one, so that the next child starts a new one."""
+    global _SERVED
+    wanted = {name: _items(env.get(name)) for name in SERVER_LISTS}
+    if _SERVED is not None and all(wanted[name] <= _SERVED[name] for name in SERVER_LISTS):
+        return
+    if _SERVED is not None:
+        from multiprocessing import forkserver
+
+        forkserver._forkserver._stop()  # the standard library's own way to stop it (its tests')
+    _SERVED = wanted
 
 
 def run_isolated(target: str, payload: Any, limits: Limits) -> dict[str, Any]:
@@ -101,6 +136,7 @@ def run_many(
 
     ctx = _context()
     env, cwd, path = dict(os.environ), os.getcwd(), list(sys.path)
+    _serve(env)
     pending = iter(items)
     running: dict[Any, _Child[K]] = {}
     try:
