@@ -43,6 +43,13 @@ with contextlib.suppress(OSError, AttributeError):  # not glibc: nothing to tune
     _LIBC.mallopt(-3, _KEEP)  # M_MMAP_THRESHOLD
     _LIBC.mallopt(-1, _KEEP)  # M_TRIM_THRESHOLD
 
+# The README installs with ``pip install --no-compile`` (byte-compiling every installed module
+# costs most of a minute, mostly for modules no test imports): each module is compiled when the
+# suite first imports it and kept, in this process and, through the environment, in every process
+# the suite starts, even where PYTHONDONTWRITEBYTECODE is set (docs/development.md).
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
+
 from phasebench.tokenization import PhaseTokenizer, load_tokenizer  # noqa: E402
 from support.models import SMOLLM2_GGUF, make_tiny_llama, smollm2_folder  # noqa: E402
 from support.submissions import split_rows  # noqa: E402
