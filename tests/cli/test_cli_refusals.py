@@ -483,6 +483,7 @@ main(sys.argv[2:])
 """
 
 
+@pytest.mark.slow  # 4.4 to 5.0 s in CI
 @pytest.mark.parametrize("signal_name", ["SIGKILL", "SIGTERM"])
 def test_staging_left_by_a_killed_generate_is_removed_by_the_next_run(
     tmp_path, signal_name, deepseek

@@ -218,6 +218,7 @@ def test_plain_lm_eval_refuses_a_misspelled_key_in_one_line(tmp_path, tiny_llama
     assert not (tmp_path / "cache").exists()  # nothing was generated
 
 
+@pytest.mark.slow  # lm-eval indexes its task files to list them: 6 to 9 s in CI
 def test_an_unknown_task_is_one_line_naming_the_known_ones(capsys):
     """Before, ``--tasks phasebench_needle`` ended in lm-eval's 23-line traceback (exit 1)."""
     code = main(["eval", "--model", "hf", "--model_args", "pretrained=/no/such/model",
