@@ -65,16 +65,16 @@ class Limits:
         return f"{self.memory >> 20} MiB"
 
 
-#: Environment variables that a preloaded module reads once, when the fork server starts: each a
-#: JSON list (:mod:`phasebench.leaderboard.warm`'s tokenizers to load). A process has one fork
-#: server; a call whose list names an item the running server did not start with stops it, and
-#: the call's first child starts a new one from the environment as it is then. (Without this,
-#: only the first validation of a long-lived process found its shared tokenizers loaded.)
-SERVER_LISTS = ("PHASEBENCH_WARM_TOKENIZERS",)
+#: What the preloaded :mod:`phasebench.leaderboard.warm` reads when the fork server starts: a
+#: JSON list of the tokenizers to load. A process has one fork server; a call that names a
+#: tokenizer the running server did not load stops it, and the call's first child starts a new one
+#: from the environment as it is then (before, only a process's first validation found its shared
+#: tokenizers loaded).
+WARM_ENV = "PHASEBENCH_WARM_TOKENIZERS"
 
 _CONTEXT: Any = None
-#: The items of :data:`SERVER_LISTS` the running fork server started with (None: none started).
-_SERVED: dict[str, frozenset[str]] | None = None
+#: The tokenizers (:data:`WARM_ENV` items) the running fork server loaded (None: none started).
+_SERVED: frozenset[str] | None = None
 
 
 def _context() -> Any:
@@ -86,24 +86,24 @@ def _context() -> Any:
     return _CONTEXT
 
 
-def _items(raw: str | None) -> frozenset[str]:
-    """The items of a :data:`SERVER_LISTS` value (a value that is not a JSON list: itself)."""
+def _warm_items(env: dict[str, str]) -> frozenset[str]:
+    """The tokenizers :data:`WARM_ENV` names in ``env`` (none where it is not a JSON list, which
+    the warm module ignores too)."""
     try:
-        value = json.loads(raw) if raw else []
+        value = json.loads(env.get(WARM_ENV) or "[]")
     except ValueError:
         value = None
     if not isinstance(value, list):
-        return frozenset({str(raw)})
+        return frozenset()
     return frozenset(json.dumps(item, sort_keys=True) for item in value)
 
 
 def _serve(env: dict[str, str]) -> None:
-    """Make sure the fork server the next child comes from has every item of
-    :data:`SERVER_LISTS` that ``env`` (the call's environment) names: stop a running one that
-    lacks one, so that the next child starts a new one."""
+    """Stop a running fork server that lacks a tokenizer ``env`` (the call's environment) names,
+    so that the next child starts one that loads it."""
     global _SERVED
-    wanted = {name: _items(env.get(name)) for name in SERVER_LISTS}
-    if _SERVED is not None and all(wanted[name] <= _SERVED[name] for name in SERVER_LISTS):
+    wanted = _warm_items(env)
+    if _SERVED is not None and wanted <= _SERVED:
         return
     if _SERVED is not None:
         from multiprocessing import forkserver

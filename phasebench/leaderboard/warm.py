@@ -21,7 +21,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-ENV = "PHASEBENCH_WARM_TOKENIZERS"
+from phasebench.leaderboard.isolate import WARM_ENV as ENV  # the name the fork server checks
+
 #: At most this many distinct tokenizers are loaded in the fork server.
 MAX_WARM = 4
 
